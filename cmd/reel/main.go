@@ -1,0 +1,99 @@
+// Command reel records the traffic reaching an AI inference gateway and
+// replays it against a shadow cluster on the original clock.
+//
+// Each subcommand lives in its own file with its own pflag FlagSet and a
+// run function; this file only dispatches and owns the exit code.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: its one-line summary and its entry point.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists every subcommand. Each entry's run lives in <name>.go.
+var commands = map[string]command{
+	"version": {"print reel's version", runVersion},
+}
+
+// exitError carries a specific exit code (compare --fail-on uses 1 for a
+// regression) without printing anything more.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError marks misuse: the message is followed by a hint.
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout)
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "reel: unknown command %q\n", args[0])
+		printUsage(stderr)
+		return 2
+	}
+	err := cmd.run(ctx, args[1:], stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "reel %s: %v\n", args[0], err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		if ue.hint != "" {
+			fmt.Fprintf(stderr, "try: %s\n", ue.hint)
+		}
+		return 2
+	}
+	return 1
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "reel records AI inference traffic and replays it on the original clock.")
+	fmt.Fprintln(w, "\nusage: reel COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nrun 'reel COMMAND --help' for a command's flags and examples.")
+}

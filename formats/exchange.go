@@ -1,0 +1,75 @@
+package formats
+
+import "time"
+
+// Schema names and versions written to every file's key-value metadata under
+// MetaSchema. Changing a column is a version bump (see docs/schema.md).
+const (
+	ExchangeSchema = "exchange/1"
+	ResultSchema   = "result/1"
+)
+
+// Values of Exchange.PromptTokensSource.
+const (
+	TokensFromUsage    = "usage"
+	TokensFromEstimate = "estimate"
+)
+
+// Exchange is one recorded request/response pair: a row of the exchange/1
+// schema. Column names are a contract with data teams (docs/schema.md); never
+// rename one without bumping the schema version.
+//
+// Times are nanoseconds unless the name says otherwise; durations are measured
+// from the request's first byte (TsUnixNs). Zero means "not observed" for the
+// optional timings (TTFT on a non-streaming response, for example).
+type Exchange struct {
+	Ts       time.Time `parquet:"ts,timestamp(microsecond)"` // request start, UTC, µs precision
+	TsUnixNs int64     `parquet:"ts_unix_ns"`                // request start, ns since the Unix epoch
+	Recorder string    `parquet:"recorder,dict"`             // recorder id
+	Seq      int64     `parquet:"seq"`                       // per-recorder sequence number, from 1
+	ConnID   int64     `parquet:"conn_id"`                   // recorder-local connection id
+	ConnSeq  int32     `parquet:"conn_seq"`                  // index of this exchange on its connection, from 0
+	Session  string    `parquet:"session,dict"`              // session key (header or client), may be empty
+	Client   string    `parquet:"client,dict"`               // client address (redacted by policy)
+
+	Method         string            `parquet:"method,dict"`
+	Host           string            `parquet:"host,dict"`
+	Path           string            `parquet:"path,dict"`
+	Query          string            `parquet:"query"`
+	ReqHeaders     map[string]string `parquet:"req_headers"`
+	ReqContentType string            `parquet:"req_content_type,dict"`
+	ReqBody        []byte            `parquet:"req_body"`
+	ReqBodyBytes   int64             `parquet:"req_body_bytes"`     // original size on the wire, before truncation/redaction
+	ReqBodyTrunc   bool              `parquet:"req_body_truncated"` // ReqBody holds only the first --max-body bytes
+
+	Model              string  `parquet:"model,dict"`
+	Stream             bool    `parquet:"stream"`
+	MaxTokens          int32   `parquet:"max_tokens"`
+	PromptTokens       int32   `parquet:"prompt_tokens"`
+	PromptTokensSource string  `parquet:"prompt_tokens_source,dict"` // TokensFromUsage or TokensFromEstimate
+	PrefixHashes       []int64 `parquet:"prefix_hashes,list"`        // keyed hash chain over the prompt's blocks
+	Topic              string  `parquet:"topic,dict"`
+
+	Status          int32             `parquet:"status"` // 0 when no response arrived
+	RespHeaders     map[string]string `parquet:"resp_headers"`
+	RespContentType string            `parquet:"resp_content_type,dict"`
+	RespBody        []byte            `parquet:"resp_body"`
+	RespBodyBytes   int64             `parquet:"resp_body_bytes"`
+	TTFBNs          int64             `parquet:"ttfb_ns"`     // first response byte − ts
+	DurationNs      int64             `parquet:"duration_ns"` // last response byte − ts
+	Events          int32             `parquet:"events"`      // SSE events in the response
+	TTFTNs          int64             `parquet:"ttft_ns"`     // first token-bearing SSE event − ts
+	EventGapsUs     []int32           `parquet:"event_gaps_us,list"`
+	OutputTokens    int32             `parquet:"output_tokens"`
+
+	BatchSize  int32             `parquet:"batch_size"`  // from the x-batch-size context header, -1 when absent
+	QueueDepth int32             `parquet:"queue_depth"` // from the x-queue-depth context header, -1 when absent
+	Upstream   string            `parquet:"upstream,dict"`
+	Context    map[string]string `parquet:"context"` // other configured context headers
+	Complete   bool              `parquet:"complete"`
+	Error      string            `parquet:"error"`
+	RedactErr  string            `parquet:"redaction_error"`
+}
+
+// Time reports when the exchange started; it orders and partitions datasets.
+func (e *Exchange) Time() time.Time { return time.Unix(0, e.TsUnixNs).UTC() }
