@@ -24,7 +24,13 @@ type command struct {
 
 // commands lists every subcommand. Each entry's run lives in <name>.go.
 var commands = map[string]command{
+	"record":  {"record gateway traffic into a dataset (sidecar proxy)", runRecord},
 	"version": {"print reel's version", runVersion},
+	"replay":  {"replay a recorded window against a shadow target, on the original clock", runReplay},
+	"inspect": {"summarise a dataset: files, rows, time range, bytes", runInspect},
+	"stats":   {"describe recorded traffic: arrivals, sizes, frames that stand out and why", runStats},
+	"report":  {"SPEC §6 metrics of results or a recording: text, --json, --html", runReport},
+	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 }
 
 // exitError carries a specific exit code (compare --fail-on uses 1 for a

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Replay fidelity and rate on loopback, reel against wrk and vegeta in the same
+# run, all against one trivial Go server in its own process.
+#
+#   bench/replay/run.sh            # full run (about 3 minutes)
+#   REPS=1 DUR=2s bench/replay/run.sh   # quick look
+#
+# Needs wrk (apt-get install -y wrk) and vegeta
+# (GOBIN=/tmp/vegeta-bin go install github.com/tsenart/vegeta/v12@latest;
+# put it on PATH or set VEGETA). A missing peer is reported and skipped.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPS=${REPS:-3}
+DUR=${DUR:-4s}
+ADDR=${ADDR:-127.0.0.1:18080}
+VEGETA=${VEGETA:-$(command -v vegeta || echo /tmp/vegeta-bin/vegeta)}
+out=$(mktemp -d)
+trap 'kill $srv 2>/dev/null || true; rm -rf "$out"' EXIT
+
+go build -o "$out/replay-bench" ./bench/replay
+"$out/replay-bench" server -addr "$ADDR" & srv=$!
+sleep 0.5
+echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3)"
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+field() { python3 -c "import sys,json; print(json.loads(sys.stdin.read())['$1'])"; }
+
+echo "## lag (median of $REPS runs of $DUR; µs)"
+printf '%-8s %-10s %10s %10s %10s %10s\n' rate sender lag_p50 lag_p99 lag_max achieved
+for rate in 1000 5000 20000; do
+  for workers in 0 256; do
+    name=$([ "$workers" = 0 ] && echo goroutine || echo "pool$workers")
+    : > "$out/runs"
+    for _ in $(seq "$REPS"); do
+      "$out/replay-bench" lag -target "http://$ADDR" -rate "$rate" -duration "$DUR" -workers "$workers" >> "$out/runs"
+    done
+    p50=$(while read -r l; do echo "$l" | field lag_p50_us; done < "$out/runs" | median)
+    p99=$(while read -r l; do echo "$l" | field lag_p99_us; done < "$out/runs" | median)
+    mx=$(while read -r l; do echo "$l" | field lag_max_us; done < "$out/runs" | median)
+    ach=$(while read -r l; do echo "$l" | field achieved; done < "$out/runs" | median)
+    printf '%-8s %-10s %10.0f %10.0f %10.0f %10.0f\n' "$rate" "$name" "$p50" "$p99" "$mx" "$ach"
+  done
+done
+
+echo "## maximum sustained rate (achieved ≥ 95 % of offered, ≤ 1 % errors)"
+rates="5000 10000 15000 20000 25000 30000 40000"
+best=0
+for rate in $rates; do
+  r=$("$out/replay-bench" lag -target "http://$ADDR" -rate "$rate" -duration "$DUR")
+  if [ "$(echo "$r" | field sustained)" = True ]; then best=$rate; fi
+  echo "reel   offered $rate achieved $(echo "$r" | field achieved | cut -d. -f1) lag_p99_us $(echo "$r" | field lag_p99_us | cut -d. -f1)"
+done
+echo "reel   max sustained: $best req/s"
+vbest=0
+if [ -x "$VEGETA" ]; then
+  for rate in $rates; do
+    rep=$(echo "GET http://$ADDR/" | "$VEGETA" attack -rate "$rate" -duration "$DUR" -max-workers 64 | "$VEGETA" report -type json)
+    thr=$(echo "$rep" | python3 -c "import sys,json; r=json.load(sys.stdin); print(int(r['throughput']))")
+    ok=$(echo "$rep" | python3 -c "import sys,json; r=json.load(sys.stdin); print(r['success'])")
+    echo "vegeta offered $rate achieved $thr success $ok"
+    if python3 -c "import sys; sys.exit(0 if $thr >= 0.95*$rate and $ok >= 0.99 else 1)"; then vbest=$rate; fi
+  done
+  echo "vegeta max sustained: $vbest req/s (-max-workers 64)"
+else
+  echo "vegeta: not installed, skipped"
+fi
+if command -v wrk >/dev/null; then
+  w=$(wrk -t2 -c64 -d"$DUR" "http://$ADDR/" | awk '/Requests\/sec/ {print int($2)}')
+  echo "wrk    closed-loop max: $w req/s (-t2 -c64)"
+  python3 -c "print(f'reel/wrk = {$best/$w:.2f}, reel/vegeta = {($best/$vbest if $vbest else float(\"nan\")):.2f}')"
+else
+  echo "wrk: not installed, skipped"
+fi

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/replayer/analysis/htmlreport"
+)
+
+const compareUsage = `usage: reel compare A B [flags]
+
+Set run B against run A: every metric side by side with absolute and
+relative deltas, bootstrap confidence intervals for quantile differences,
+and per-frame deltas aligned by original start. A and B are replay results
+or recordings: recording vs replay answers "did the shadow reproduce the
+incident?", baseline vs candidate "did the fix help?".
+
+--fail-on takes comma-separated rules METRIC>+N% or METRIC<-N% (or an
+absolute 50ms / 0.01). A rule trips when the change crosses the threshold
+and its confidence interval excludes zero; then reel prints a one-line
+verdict and exits 1. Metrics: e2e, e2e_sched, ttfb, ttft, ttst, tpot, itl,
+lag with .p50 .p90 .p95 .p99 .p999 .max .mean (a bare p99 is e2e.p99, a
+bare ttft is ttft.p99), goodput, goodput_share, window_compliance,
+error_rate, timeout_rate, throughput, output_tokens_per_s.
+
+exit codes: 0 no rule tripped, 1 a rule tripped, 2 misuse.
+
+examples:
+  reel compare ./results-base ./results-fix
+  reel compare ./capture ./results --slo e2e=5s --html compare.html
+  reel compare ./nightly-base ./nightly-cand --fail-on 'p99>+10%,ttft.p99>+15%,goodput<-5%'
+  reel compare base cand --json --resamples 2000 --seed 7
+
+flags:
+`
+
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af analysisFlags
+	af.register(fs)
+	failOn := fs.String("fail-on", "", "regression rules, e.g. 'p99>+10%,ttft.p99>+15%,goodput<-5%'")
+	resamples := fs.Int("resamples", 500, "bootstrap resamples per metric (at most 10000)")
+	confidence := fs.Float64("confidence", 0.95, "confidence level of the intervals")
+	seed := fs.Uint64("seed", 1, "bootstrap seed (results are deterministic per seed)")
+	asJSON := fs.Bool("json", false, "print the comparison (and verdict) as JSON")
+	html := fs.String("html", "", "also write a self-contained HTML comparison to this file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, compareUsage)
+		fs.PrintDefaults()
+	}
+	const hint = "reel compare ./results-base ./results-fix --fail-on 'p99>+10%'"
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return &usageError{msg: err.Error(), hint: hint}
+	}
+	if fs.NArg() != 2 {
+		return &usageError{msg: fmt.Sprintf("want two runs A and B, got %d", fs.NArg()), hint: hint}
+	}
+	opt, ro, err := af.options(stderr)
+	if err != nil {
+		return &usageError{msg: err.Error(), hint: hint}
+	}
+	var rules []analysis.Rule
+	if *failOn != "" {
+		if rules, err = analysis.ParseRules(*failOn); err != nil {
+			return &usageError{msg: err.Error(), hint: hint}
+		}
+	}
+	if *confidence <= 0 || *confidence >= 1 {
+		return &usageError{msg: fmt.Sprintf("--confidence must be in (0, 1), got %g", *confidence), hint: hint}
+	}
+	nameA, nameB := fs.Arg(0), fs.Arg(1)
+	a, err := analyse(ctx, []string{nameA}, opt, ro)
+	if err != nil {
+		return fmt.Errorf("read A: %w", err)
+	}
+	b, err := analyse(ctx, []string{nameB}, opt, ro)
+	if err != nil {
+		return fmt.Errorf("read B: %w", err)
+	}
+	c := analysis.Compare(a, b, analysis.CompareOptions{Resamples: *resamples, Confidence: *confidence, Seed: *seed})
+	var verdict *analysis.Verdict
+	if rules != nil {
+		v := c.Judge(rules)
+		verdict = &v
+	}
+	if *html != "" {
+		if err := writeHTMLFile(*html, func(w io.Writer) error { return htmlreport.WriteCompare(w, nameA, nameB, c, verdict) }); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		if err := writeJSON(stdout, struct {
+			*analysis.Comparison
+			Verdict *analysis.Verdict `json:"verdict,omitempty"`
+		}{c, verdict}); err != nil {
+			return err
+		}
+	} else {
+		if err := c.WriteText(stdout, nameA, nameB); err != nil {
+			return err
+		}
+		if verdict != nil {
+			fmt.Fprintln(stdout)
+			fmt.Fprintln(stdout, verdict.Line)
+		}
+	}
+	if verdict != nil && verdict.Regression {
+		if *asJSON {
+			return &exitError{code: 1, msg: verdict.Line} // the one-line verdict on stderr
+		}
+		return &exitError{code: 1} // already printed
+	}
+	return nil
+}

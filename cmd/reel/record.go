@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder"
+	"github.com/reelkit/reel/recorder/proxy"
+	"github.com/reelkit/reel/redact"
+)
+
+const recordUsage = `usage: reel record --out DIR SOURCE [flags]
+
+Records the traffic reaching an inference gateway into a Parquet dataset,
+redacted on the way to disk.
+
+Sources:
+  --upstream URL   run as a reverse-proxy sidecar on --listen, forwarding to URL
+  --iface IFACE    capture passively from a network interface (needs CAP_NET_RAW), with --port
+  --pcap FILE      import a pcap/pcapng capture (gzip'd too), with --port; timings from the packets
+  --access-log F   import an nginx escape=json access log that logs $request_body
+
+Examples:
+  # sidecar in front of a local vLLM, key from the environment
+  REEL_REDACT_KEY=$(cat /etc/reel/key) reel record --listen 127.0.0.1:8081 \
+      --upstream http://127.0.0.1:8000 --out /var/lib/reel/traffic
+
+  # record 10 % of sessions of the chat endpoint, rotate every 5 minutes
+  reel record --upstream http://gateway:8000 --out data --sample 0.1 \
+      --path /v1/chat/ --rotate-age 5m --redact-key-file /etc/reel/key
+
+  # batch context from the server's headers
+  reel record --upstream http://127.0.0.1:8000 --out data \
+      --context-header x-batch-size --context-header x-queue-depth --context-header x-gpu-id
+
+  # passive capture of the gateway's port, no proxy in the path (root or CAP_NET_RAW)
+  reel record --iface eth0 --port 8000 --out /var/lib/reel/traffic
+
+  # import the on-call engineer's tcpdump (tcpdump -i any -w incident.pcapng port 8000)
+  reel record --pcap incident.pcapng --port 8000 --out incident-data
+
+  # import an nginx access log whose field names differ from the defaults
+  reel record --access-log /var/log/nginx/reel.jsonl --out data --log-field time=ts
+
+Flags:
+`
+
+// recordFlags holds reel record's command line.
+type recordFlags struct {
+	out, recorderID                string
+	listen, upstream               string
+	upstreamTimeout, drainTimeout  time.Duration
+	rotateSize, maxBody, queueSize string
+	rotateAge, syncEvery           time.Duration
+	policy, keyFile                string
+	raw                            bool
+	contextHeaders                 []string
+	sessionHeader                  string
+	queue                          int
+	sample                         float64
+	paths, methods, hosts          []string
+	metricsListen                  string
+	capture                        captureFlags // --iface, --pcap, --access-log (record_capture.go)
+	memoryLimit                    string
+}
+
+// recordEnv is what every source shares: the assembly, the pipeline and the
+// metrics registry.
+type recordEnv struct {
+	asm    *recorder.Assembler
+	pipe   *recorder.Pipeline
+	reg    *prometheus.Registry
+	stderr io.Writer
+	drain  time.Duration
+}
+
+func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f recordFlags
+	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.out, "out", "", "dataset directory (required)")
+	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "proxy listen address (HTTP/1.1 and h2c)")
+	fs.StringVar(&f.upstream, "upstream", "", "upstream URL to proxy to")
+	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", 0, "wait at most this long for the upstream's response headers (0: no limit); a timeout answers 504")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests, then as long again to write what is queued")
+	fs.StringVar(&f.rotateSize, "rotate-size", "128MiB", "close a file after this many bytes")
+	fs.DurationVar(&f.rotateAge, "rotate-age", 10*time.Minute, "close a file after this long")
+	fs.DurationVar(&f.syncEvery, "sync-every", time.Second, "fsync the write-ahead spool this often (what kill -9 can lose)")
+	fs.StringVar(&f.policy, "policy", "", "redaction policy file (default: the built-in policy)")
+	fs.StringVar(&f.keyFile, "redact-key-file", "", "file holding the dataset's redaction key (else $REEL_REDACT_KEY, else a random key)")
+	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
+	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
+	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
+	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
+	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
+	fs.Float64Var(&f.sample, "sample", 1, "fraction of sessions to record, deterministic per session (1: all)")
+	fs.StringSliceVar(&f.paths, "path", nil, "record only these path prefixes or globs (repeatable)")
+	fs.StringSliceVar(&f.methods, "method", nil, "record only these methods (repeatable)")
+	fs.StringSliceVar(&f.hosts, "host", nil, "record only these hosts (repeatable)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off)")
+	addCaptureFlags(fs, &f.capture)
+	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return &usageError{msg: err.Error(), hint: "reel record --help"}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint: "reel record --out DIR --upstream URL"}
+	}
+	if f.out == "" {
+		return &usageError{msg: "--out is required", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
+	}
+	if f.sample <= 0 || f.sample > 1 {
+		return &usageError{msg: fmt.Sprintf("--sample %v: want a fraction in (0, 1]", f.sample), hint: "reel record --sample 0.1 ..."}
+	}
+
+	// Source selection: each source is one function sharing recordEnv.
+	source, sourceName, err := captureSource(&f.capture)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.upstream != "" && source != nil:
+		return &usageError{msg: "give one source: --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
+	case f.upstream != "":
+		source, sourceName = recordProxy, "proxy:"+f.upstream
+	case source == nil:
+		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
+	}
+
+	memLimit, err := parseRecordSize("--memory-limit", f.memoryLimit)
+	if err != nil {
+		return err
+	}
+	if memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memLimit)
+	}
+
+	env, closeEnv, err := openRecordEnv(ctx, &f, sourceName, stderr)
+	if err != nil {
+		return err
+	}
+	stopMetrics, err := serveRecordMetrics(f.metricsListen, env.reg, stderr)
+	if err != nil {
+		closeEnv(context.Background())
+		return err
+	}
+	defer stopMetrics()
+
+	// A second SIGINT/SIGTERM during the drain exits at once; the spool
+	// keeps what was not written and the next start recovers it.
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		s := <-sig
+		fmt.Fprintf(stderr, "reel record: second %v, exiting now; the spool keeps unwritten records\n", s)
+		os.Exit(1)
+	}()
+
+	srcErr := source(ctx, env, &f)
+	drainCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
+	defer cancel()
+	if err := closeEnv(drainCtx); err != nil {
+		return errors.Join(srcErr, err)
+	}
+	return srcErr
+}
+
+// openRecordEnv opens the redactor, the dataset writer, the pipeline and
+// the metrics registry; closeEnv drains and closes them.
+func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stderr io.Writer) (*recordEnv, func(context.Context) error, error) {
+	rotateSize, err := parseRecordSize("--rotate-size", f.rotateSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	maxBody, err := parseRecordSize("--max-body", f.maxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	queueBytes, err := parseRecordSize("--queue-bytes", f.queueSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	red, fingerprint, err := openRecordRedactor(f, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{
+		Dir: f.out, Recorder: f.recorderID, Source: sourceName, RedactionFingerprint: fingerprint,
+		RotateSize: rotateSize, RotateAge: f.rotateAge, SyncEvery: f.syncEvery,
+		RowGroupBytes: 8 << 20, // a sidecar keeps its row groups (and RSS) small
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open dataset: %w", err)
+	}
+	if st := w.Stats(); st.Recovered > 0 || st.Lost > 0 {
+		fmt.Fprintf(stderr, "reel record: recovered %d records from a previous run's spool (%d damaged frames skipped)\n", st.Recovered, st.Lost)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := recorder.NewMetrics(reg)
+	m.SetSpoolBytes(func() int64 { return w.Stats().SpoolBytes })
+	var sink recorder.Sink = w
+	popts := recorder.PipelineOptions{
+		Queue: f.queue, QueueBytes: queueBytes, Sample: f.sample, Metrics: m,
+		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
+		Warn:   func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
+	}
+	var pipe *recorder.Pipeline
+	if red != nil { // a nil *redact.Redactor must not become a non-nil Redactor
+
+		pipe = recorder.NewPipeline(sink, red, popts)
+	} else {
+		pipe = recorder.NewPipeline(sink, nil, popts)
+	}
+	env := &recordEnv{
+		asm: recorder.NewAssembler(recorder.Config{
+			Recorder: f.recorderID, Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
+			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
+		}),
+		pipe: pipe, reg: reg, stderr: stderr, drain: f.drainTimeout,
+	}
+	closeEnv := func(ctx context.Context) error {
+		err := pipe.Close(ctx)
+		st := w.Stats()
+		fmt.Fprintf(stderr, "reel record: %d exchanges written, %d files closed\n", st.Records, st.FilesClosed)
+		if err != nil {
+			return fmt.Errorf("close dataset: %w", err)
+		}
+		return nil
+	}
+	return env, closeEnv, nil
+}
+
+// openRecordRedactor builds the redactor from --policy and the key; nil
+// with --raw.
+func openRecordRedactor(f *recordFlags, stderr io.Writer) (*redact.Redactor, string, error) {
+	if f.raw {
+		fmt.Fprintln(stderr, "reel record: WARNING: --raw: bodies, paths, queries and headers are written UNREDACTED; the dataset may hold personal data and secrets")
+		return nil, "raw", nil
+	}
+	policy := redact.DefaultPolicy()
+	if f.policy != "" {
+		p, err := redact.LoadPolicy(f.policy)
+		if err != nil {
+			return nil, "", fmt.Errorf("load redaction policy: %w", err)
+		}
+		policy = p
+	}
+	var key []byte
+	switch {
+	case f.keyFile != "":
+		text, err := os.ReadFile(f.keyFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("read redaction key: %w", err)
+		}
+		if key, err = redact.ParseKey(text); err != nil {
+			return nil, "", fmt.Errorf("redaction key %s: %w", f.keyFile, err)
+		}
+	case os.Getenv("REEL_REDACT_KEY") != "":
+		var err error
+		if key, err = redact.ParseKey([]byte(os.Getenv("REEL_REDACT_KEY"))); err != nil {
+			return nil, "", fmt.Errorf("redaction key $REEL_REDACT_KEY: %w", err)
+		}
+	default:
+		var err error
+		if key, err = redact.NewRandomKey(); err != nil {
+			return nil, "", fmt.Errorf("generate redaction key: %w", err)
+		}
+		fmt.Fprintln(stderr, "reel record: WARNING:", strings.TrimPrefix(redact.RandomKeyWarning, "warning: "))
+	}
+	red, err := redact.New(policy, key)
+	if err != nil {
+		return nil, "", fmt.Errorf("redactor: %w", err)
+	}
+	return red, red.Fingerprint(), nil
+}
+
+// recordProxy runs the reverse-proxy sidecar until ctx ends, then stops
+// accepting and waits (bounded) for in-flight requests.
+func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
+	u, err := url.Parse(f.upstream)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return &usageError{msg: fmt.Sprintf("--upstream %q: want http://host:port", f.upstream), hint: "reel record --upstream http://127.0.0.1:8000 --out DIR"}
+	}
+	p, err := proxy.New(proxy.Options{
+		Upstream: u, Assembler: env.asm, Pipeline: env.pipe, ResponseHeaderTimeout: f.upstreamTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := proxy.NewServer(f.listen, p)
+	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), f.upstream, f.out)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(env.stderr, "reel record: shutting down: finishing in-flight requests (up to %v)\n", env.drain)
+	sctx, cancel := context.WithTimeout(context.Background(), env.drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close() // in-flight exchanges end now and are recorded as aborted
+		fmt.Fprintf(env.stderr, "reel record: drain: %v; closed remaining connections\n", err)
+	}
+	return nil
+}
+
+// serveRecordMetrics serves /metrics on addr ("" disables it).
+func serveRecordMetrics(addr string, reg *prometheus.Registry, stderr io.Writer) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "reel record: metrics on http://%s/metrics\n", ln.Addr())
+	return func() { srv.Close() }, nil
+}
+
+var recordSizeRE = regexp.MustCompile(`(?i)^(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?$`)
+
+// parseRecordSize parses a byte size: 1048576, 512KiB, 128MiB, 1GB, 1.5G.
+// Binary (KiB) and decimal (KB) units are both accepted; K/M/G alone are
+// binary.
+func parseRecordSize(flag, s string) (int64, error) {
+	m := recordSizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, &usageError{msg: fmt.Sprintf("%s %q: want a size like 1048576, 512KiB or 128MiB", flag, s), hint: "reel record " + flag + " 128MiB"}
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	unit := strings.ToUpper(m[2])
+	mult := 1.0
+	if unit != "" && unit != "B" {
+		base := 1024.0
+		if strings.HasSuffix(unit, "B") && !strings.Contains(unit, "I") {
+			base = 1000
+		}
+		mult = map[byte]float64{'K': base, 'M': base * base, 'G': base * base * base, 'T': base * base * base * base}[unit[0]]
+	}
+	return int64(n * mult), nil
+}
+
+// defaultRecorderID is the host name, made safe for file names.
+func defaultRecorderID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "reel"
+	}
+	h = regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(h, "-")
+	return strings.TrimLeft(h, "._")
+}
+
+func upstreamHost(upstream string) string {
+	if u, err := url.Parse(upstream); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return upstream
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder/capture/capturetest"
+)
+
+func readExchanges(t *testing.T, dir string) []*formats.Exchange {
+	t.Helper()
+	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []*formats.Exchange
+	for {
+		x, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x)
+	}
+}
+
+// TestRecordPcap imports a tcpdump-style capture end to end: flags, engine,
+// pipeline (enrich + redact) and the Parquet dataset.
+func TestRecordPcap(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	c := capturetest.NewConn(netip.MustParseAddrPort("10.0.0.1:40000"), netip.MustParseAddrPort("10.0.0.2:8000"))
+	body := `{"model":"m1","max_tokens":7,"messages":[]}`
+	req := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	packets := append(c.Handshake(t0), c.Send(true, t0.Add(time.Millisecond), []byte(req))...)
+	packets = append(packets, c.Send(false, t0.Add(9*time.Millisecond), []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))...)
+	packets = append(packets, c.Send(true, t0.Add(20*time.Millisecond), []byte("GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n"))...)
+	path := capturetest.WriteFile(t, capturetest.LinuxSLL2, packets) // no response, no FIN: cut off
+
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	err := runRecord(context.Background(), []string{"--pcap", path, "--port", "8000", "--out", out,
+		"--metrics-listen", "", "--recorder-id", "t", "--raw"}, io.Discard, &stderr)
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr.String())
+	}
+	rows := readExchanges(t, out)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows; stderr:\n%s", len(rows), stderr.String())
+	}
+	if r := rows[0]; r.Path != "/v1/chat/completions" || !r.Complete || r.TTFBNs != int64(8*time.Millisecond) ||
+		r.Model != "m1" || r.MaxTokens != 7 || r.Status != 200 {
+		t.Errorf("row 0: %+v", r)
+	}
+	if r := rows[1]; r.Path != "/healthz" || r.Complete || r.Error != "incomplete: no_response" {
+		t.Errorf("row 1: path %s complete %v error %q", r.Path, r.Complete, r.Error)
+	}
+	if !strings.Contains(stderr.String(), "no_response 1") {
+		t.Errorf("stderr does not report the incomplete exchange:\n%s", stderr.String())
+	}
+}
+
+func TestRecordAccessLog(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.jsonl")
+	lines := `{"msec":"1772632800.250","request_time":"0.250","request_method":"POST","request_uri":"/v1/completions","status":"200","request_body":"{\"model\":\"m2\",\"prompt\":\"hi\"}"}
+{broken
+`
+	if err := os.WriteFile(log, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	err := runRecord(context.Background(), []string{"--access-log", log, "--out", out, "--metrics-listen", "", "--raw"}, io.Discard, &stderr)
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr.String())
+	}
+	rows := readExchanges(t, out)
+	if len(rows) != 1 || rows[0].Model != "m2" || rows[0].DurationNs != int64(250*time.Millisecond) {
+		t.Fatalf("rows: %+v", rows)
+	}
+	if !strings.Contains(stderr.String(), "access.jsonl:2: not a JSON object") {
+		t.Errorf("bad line not reported with its number:\n%s", stderr.String())
+	}
+}
+
+func TestRecordCaptureMisuse(t *testing.T) {
+	for _, args := range [][]string{
+		{"--pcap", "x.pcap", "--out", "d"},                                  // no --port
+		{"--pcap", "x.pcap", "--port", "http", "--out", "d"},                // bad port
+		{"--pcap", "x.pcap", "--iface", "lo", "--port", "80", "--out", "d"}, // two sources
+		{"--access-log", "a", "--log-field", "colour=x", "--out", "d"},
+	} {
+		err := runRecord(context.Background(), append(args, "--metrics-listen", "", "--raw"), io.Discard, io.Discard)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
+}

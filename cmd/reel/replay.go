@@ -1,0 +1,477 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer"
+	"github.com/reelkit/reel/replayer/analysis"
+)
+
+const replayUsage = `usage: reel replay DATASET... --target URL --out DIR [flags]
+
+Re-sends a recorded window to a shadow target on the original clock (request i
+is due at start + (ts_i − ts_0)/speed), open loop, and writes one result/1 row
+per request to DIR. Progress goes to stderr, the summary to stdout.
+
+Examples:
+  # rerun last Wednesday's 14:00 incident, 5 s frames, one frame at a time
+  reel replay data/ --target http://shadow:8000 --out results/wed \
+      --from 2026-11-25T14:00:00Z --to 2026-11-25T14:10:00Z --step
+
+  # frames 12 to 20 of that window, twice as fast, with the shadow's API key
+  reel replay data/ --target http://shadow:8000 --out results/x2 \
+      --from 2026-11-25T14:00:00Z --frames 12:20 --speed 2 \
+      --header-from-env Authorization=SHADOW_AUTH
+
+  # capacity sweep: the highest speed that keeps p95 of every 5 s frame in SLO
+  reel replay data/ --target http://shadow:8000 --out results/sweep \
+      --speed 1,1.5,2,3 --slo ttft=300ms,e2e=5s --pin-output --include-usage
+
+  # shard 3 of 8 of a Kubernetes Indexed Job, all shards on one clock
+  reel replay /data --target http://shadow:8000 --out /results \
+      --shards 8 --shard-from-env JOB_COMPLETION_INDEX --start-at 2026-11-26T02:00:00Z
+
+Flags:
+`
+
+// replayFlags holds reel replay's command line.
+type replayFlags struct {
+	target, out, runID                  string
+	from, to, frames, startAt           string
+	frame, exclude, timeout, stepPause  time.Duration
+	paths, models, methods, matchHeader []string
+	promptTokens                        string
+	sample                              float64
+	loop, warmup, maxInflight, workers  int
+	speed, slo                          string
+	shard, shardFromEnv                 string
+	shards                              int
+	conn                                string
+	headers, headersFromEnv             []string
+	forward                             []string
+	pinOutput, includeUsage, allowHost  bool
+	insecure, step, skipBad, quiet      bool
+}
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f replayFlags
+	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.target, "target", "", "shadow base URL (required)")
+	fs.StringVar(&f.out, "out", "", "results directory (required)")
+	fs.StringVar(&f.runID, "run-id", "", "run id written in every row (default: time-based)")
+	fs.StringVar(&f.from, "from", "", "window start on the recording's clock (RFC 3339)")
+	fs.StringVar(&f.to, "to", "", "window end, exclusive (RFC 3339)")
+	fs.DurationVar(&f.frame, "frame", replayer.DefaultFrame, "frame length; frames are aligned to it on the wall clock")
+	fs.StringVar(&f.frames, "frames", "", "frames A:B (inclusive): indexes from the window's first frame, or RFC 3339 / HH:MM:SS times")
+	fs.StringSliceVar(&f.paths, "path", nil, "replay only these paths (prefix, or glob with *) (repeatable)")
+	fs.StringSliceVar(&f.models, "model", nil, "replay only these models (repeatable)")
+	fs.StringSliceVar(&f.methods, "method", nil, "replay only these methods (repeatable)")
+	fs.StringArrayVar(&f.matchHeader, "match-header", nil, "replay only exchanges whose recorded header matches 'Name: value' (repeatable)")
+	fs.StringVar(&f.promptTokens, "prompt-tokens", "", "replay only prompts of MIN:MAX tokens (either may be empty)")
+	fs.Float64Var(&f.sample, "sample", 1, "replay this fraction of sessions (or exchanges), deterministically")
+	fs.IntVar(&f.loop, "loop", 1, "replay the window this many times back to back")
+	fs.StringVar(&f.speed, "speed", "1", "time compression; a list (1,1.5,2) runs a sweep and reports the highest meeting --slo")
+	fs.StringVar(&f.slo, "slo", "", "SLO bounds, e.g. ttft=300ms,tpot=50ms,e2e=5s (required with a speed list)")
+	fs.IntVar(&f.warmup, "warmup", 0, "send this many requests drawn from the window before the clock starts")
+	fs.DurationVar(&f.exclude, "exclude-first", 0, "leave the first span of the run out of the summaries")
+	fs.IntVar(&f.maxInflight, "max-inflight", 0, "cap on requests in flight (0: none); held-back requests wait in lag")
+	fs.StringVar(&f.conn, "conn", string(replayer.ConnPooled), "connections: pooled (a tuned pool) or recorded (one per recorded connection)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request timeout from its send (0: none)")
+	fs.StringArrayVar(&f.headers, "header", nil, "header for the shadow, 'Name: value' (repeatable)")
+	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
+	fs.StringSliceVar(&f.forward, "forward-header", replayer.DefaultForwardHeaders, "recorded headers to replay; credentials are never replayed")
+	fs.BoolVar(&f.pinOutput, "pin-output", false, "set max_tokens to the recorded output tokens (and ignore_eos)")
+	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
+	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host appears in the recording (production!)")
+	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
+	fs.StringVar(&f.shard, "shard", "", "replay share i/n of the connections (0-based)")
+	fs.IntVar(&f.shards, "shards", 0, "shard count, with --shard-from-env")
+	fs.StringVar(&f.shardFromEnv, "shard-from-env", "", "read the shard index from this variable (JOB_COMPLETION_INDEX)")
+	fs.StringVar(&f.startAt, "start-at", "", "start the clock at this wall-clock time (RFC 3339), shared by all shards")
+	fs.BoolVar(&f.step, "step", false, "replay one frame at a time: summary, then wait for Enter (q to quit)")
+	fs.DurationVar(&f.stepPause, "step-pause", 0, "with --step, pause this long between frames instead of waiting for Enter")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read (warned) instead of failing")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many goroutines (0: one per request at its send time)")
+	_ = fs.MarkHidden("workers")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return &usageError{msg: err.Error(), hint: "reel replay --help"}
+	}
+	const hint = "reel replay DATASET --target http://shadow:8000 --out results"
+	if fs.NArg() == 0 {
+		return &usageError{msg: "no dataset given", hint: hint}
+	}
+	if f.target == "" || f.out == "" {
+		return &usageError{msg: "--target and --out are required", hint: hint}
+	}
+	opts, speeds, err := replayOptions(&f, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
+		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
+	}
+	if !f.quiet {
+		opts.Progress = stderr
+		opts.Live = replayIsTerminal(stderr)
+	}
+	if f.step {
+		opts.StepWait = replayStepWait(f.stepPause, os.Stdin, stderr)
+	}
+
+	paths := fs.Args()
+	open := func(ctx context.Context, from, to time.Time) (replayer.Source, error) {
+		return formats.OpenReader[formats.Exchange](ctx, paths, formats.ReaderOptions{From: from, To: to, SkipBad: f.skipBad,
+			Warn: func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
+	}
+	plan, err := replayer.NewPlan(ctx, open, opts)
+	if err != nil {
+		var rh *replayer.RecordedHostError
+		if errors.As(err, &rh) {
+			return &usageError{msg: err.Error(), hint: hint + " --allow-recorded-host"}
+		}
+		return err
+	}
+	first, last := plan.Span()
+	if !f.quiet {
+		fmt.Fprintf(stderr, "replay %s: %d exchanges %s → %s (shard %s) to %s\n", plan.RunID(), plan.Exchanges(),
+			first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), opts.Selection.Shard, redactedURL(opts.Target))
+	}
+	newSink := func(speed float64) (replayer.Sink, error) {
+		dir := f.out
+		if len(speeds) > 1 {
+			dir = filepath.Join(f.out, "speed="+strconv.FormatFloat(speed, 'g', -1, 64))
+		}
+		return formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
+			Dir: dir, Recorder: replayWriterName(opts.Selection.Shard), Source: "replay:" + plan.RunID(),
+			Meta: replayMeta(&f, opts, speed, paths),
+		})
+	}
+	if len(speeds) == 1 {
+		sink, err := newSink(speeds[0])
+		if err != nil {
+			return fmt.Errorf("open results: %w", err)
+		}
+		rep, runErr := plan.Run(ctx, sink, speeds[0])
+		closeErr := sink.(io.Closer).Close()
+		if rep != nil && rep.Summary != nil {
+			writeReplayReport(stdout, rep)
+		}
+		if runErr != nil {
+			return runErr
+		}
+		if closeErr != nil {
+			return fmt.Errorf("close results: %w", closeErr)
+		}
+		return nil
+	}
+	sr, err := plan.Sweep(ctx, speeds, newSink)
+	if sr != nil {
+		writeReplaySweep(stdout, sr, opts.Analysis.SLO)
+	}
+	return err
+}
+
+// replayOptions turns the flags into replayer options and the speed list;
+// env looks up environment variables (os.LookupEnv outside tests).
+func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Options, []float64, error) {
+	var o replayer.Options
+	bad := func(format string, args ...any) error {
+		return &usageError{msg: fmt.Sprintf(format, args...), hint: "reel replay --help"}
+	}
+	u, err := url.Parse(f.target)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return o, nil, bad("--target %q: want http://host:port[/base]", f.target)
+	}
+	o.Target = u
+	sel := &o.Selection
+	for _, s := range []struct {
+		flag string
+		v    string
+		t    *time.Time
+	}{{"--from", f.from, &sel.From}, {"--to", f.to, &sel.To}, {"--start-at", f.startAt, &o.StartAt}} {
+		if s.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, s.v)
+		if err != nil {
+			return o, nil, bad("%s %q: want an RFC 3339 time such as 2026-11-25T14:00:00Z", s.flag, s.v)
+		}
+		*s.t = t.UTC()
+	}
+	if !sel.To.IsZero() && !sel.To.After(sel.From) {
+		return o, nil, bad("--to must come after --from")
+	}
+	if f.frame <= 0 {
+		return o, nil, bad("--frame %s: want a positive duration", f.frame)
+	}
+	sel.Frame = f.frame
+	if f.frames != "" {
+		fr, err := replayer.ParseFrameRange(f.frames, sel.From)
+		if err != nil {
+			return o, nil, bad("--frames: %v", err)
+		}
+		sel.Frames = fr
+	}
+	sel.Paths, sel.Models, sel.Methods = f.paths, f.models, f.methods
+	for _, h := range f.matchHeader {
+		m, err := replayer.ParseHeaderMatch(h)
+		if err != nil {
+			return o, nil, bad("--match-header: %v", err)
+		}
+		sel.Headers = append(sel.Headers, m)
+	}
+	if f.promptTokens != "" {
+		lo, hi, ok := strings.Cut(f.promptTokens, ":")
+		a, errA := replayAtoi32(lo)
+		b, errB := replayAtoi32(hi)
+		if !ok || errA != nil || errB != nil || (b > 0 && b < a) {
+			return o, nil, bad("--prompt-tokens %q: want MIN:MAX, e.g. 2000: or :512", f.promptTokens)
+		}
+		sel.MinPromptTokens, sel.MaxPromptTokens = a, b
+	}
+	if f.sample <= 0 || f.sample > 1 {
+		return o, nil, bad("--sample %v: want a fraction in (0, 1]", f.sample)
+	}
+	sel.Sample = f.sample
+	switch {
+	case f.shard != "" && f.shardFromEnv != "":
+		return o, nil, bad("give --shard or --shard-from-env, not both")
+	case f.shard != "":
+		s, err := replayer.ParseShard(f.shard)
+		if err != nil {
+			return o, nil, bad("--shard: %v", err)
+		}
+		sel.Shard = s
+	case f.shardFromEnv != "":
+		v, ok := env(f.shardFromEnv)
+		if !ok {
+			return o, nil, bad("--shard-from-env %s: the variable is not set", f.shardFromEnv)
+		}
+		if f.shards < 1 {
+			return o, nil, bad("--shard-from-env needs --shards N")
+		}
+		s, err := replayer.ParseShard(strings.TrimSpace(v) + "/" + strconv.Itoa(f.shards))
+		if err != nil {
+			return o, nil, bad("--shard-from-env %s=%q: %v", f.shardFromEnv, v, err)
+		}
+		sel.Shard = s
+	}
+	if f.loop < 1 || f.warmup < 0 || f.maxInflight < 0 {
+		return o, nil, bad("--loop must be ≥ 1, --warmup and --max-inflight ≥ 0")
+	}
+	o.Loop, o.Warmup, o.MaxInflight, o.Workers = f.loop, f.warmup, f.maxInflight, f.workers
+	var speeds []float64
+	for _, s := range strings.Split(f.speed, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || v <= 0 {
+			return o, nil, bad("--speed %q: want positive numbers, e.g. 2 or 1,1.5,2", f.speed)
+		}
+		speeds = append(speeds, v)
+	}
+	if f.slo != "" {
+		slo, err := analysis.ParseSLO(f.slo)
+		if err != nil {
+			return o, nil, bad("--slo: %v", err)
+		}
+		o.Analysis.SLO = slo
+	}
+	o.ExcludeFirst = f.exclude
+	switch replayer.ConnMode(f.conn) {
+	case replayer.ConnPooled, replayer.ConnRecorded:
+		o.Conn = replayer.ConnMode(f.conn)
+	default:
+		return o, nil, bad("--conn %q: want pooled or recorded", f.conn)
+	}
+	o.Timeout = f.timeout
+	if f.insecure {
+		o.TLS = &tls.Config{InsecureSkipVerify: true}
+	}
+	o.Headers = http.Header{}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return o, nil, bad("--header %q: want 'Name: value'", h)
+		}
+		o.Headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	for _, h := range f.headersFromEnv {
+		k, name, ok := strings.Cut(h, "=")
+		if !ok || k == "" || name == "" {
+			return o, nil, bad("--header-from-env %q: want Name=ENV_VAR", h)
+		}
+		v, set := env(name)
+		if !set {
+			return o, nil, bad("--header-from-env %s: $%s is not set", k, name)
+		}
+		o.Headers.Add(k, v)
+	}
+	o.ForwardHeaders = f.forward
+	o.PinOutput, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.includeUsage, f.allowHost
+	o.Step = f.step
+	o.RunID = f.runID
+	return o, speeds, nil
+}
+
+func replayAtoi32(s string) (int32, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad count %q", s)
+	}
+	return int32(n), nil
+}
+
+// replayStepWait pauses between frames: a fixed pause, or a line on in
+// ("q" quits).
+func replayStepWait(pause time.Duration, in io.Reader, stderr io.Writer) func(context.Context, *analysis.Frame) error {
+	if pause > 0 {
+		return func(ctx context.Context, _ *analysis.Frame) error {
+			select {
+			case <-time.After(pause):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	lines := make(chan string)
+	go func() { // one reader for the whole run; it ends with stdin
+		br := bufio.NewReader(in)
+		for {
+			s, err := br.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- s
+		}
+	}()
+	return func(ctx context.Context, _ *analysis.Frame) error {
+		fmt.Fprint(stderr, "Enter: next frame, q: quit > ")
+		select {
+		case s, ok := <-lines:
+			if !ok || strings.TrimSpace(s) == "q" {
+				return replayer.ErrStop
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func replayIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// replayWriterName names result files by shard.
+func replayWriterName(s replayer.Shard) string {
+	if s.Count > 1 {
+		return fmt.Sprintf("replay-shard-%d-of-%d", s.Index, s.Count)
+	}
+	return "replay"
+}
+
+// redactedURL drops any user info from a URL before it is printed or stored.
+func redactedURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// replayMeta is the run's parameters, stored in every result file.
+func replayMeta(f *replayFlags, o replayer.Options, speed float64, paths []string) map[string]string {
+	m := map[string]string{
+		"run_id":  o.RunID,
+		"speed":   strconv.FormatFloat(speed, 'g', -1, 64),
+		"target":  redactedURL(o.Target),
+		"shard":   o.Selection.Shard.String(),
+		"dataset": strings.Join(paths, ","),
+		"frame":   o.Selection.Frame.String(),
+		"conn":    string(o.Conn),
+		"loop":    strconv.Itoa(o.Loop),
+	}
+	for k, v := range map[string]string{"from": f.from, "to": f.to, "frames": f.frames, "start_at": f.startAt, "slo": f.slo} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	m["sample"] = strconv.FormatFloat(f.sample, 'g', -1, 64)
+	m["max_inflight"] = strconv.Itoa(f.maxInflight)
+	m["warmup"] = strconv.Itoa(f.warmup)
+	m["exclude_first"] = f.exclude.String()
+	m["filters"] = strings.Join(append(append(append([]string{}, f.paths...), f.models...), f.methods...), ",")
+	m["pin_output"] = strconv.FormatBool(f.pinOutput)
+	m["include_usage"] = strconv.FormatBool(f.includeUsage)
+	return m
+}
+
+// writeReplayReport prints the run's own figures, then the analysis summary
+// (the same text reel report prints).
+func writeReplayReport(w io.Writer, r *replayer.Report) {
+	fmt.Fprintf(w, "run %s  speed %g  shard %s  sent %d", r.RunID, r.Speed, r.Shard, r.Sent)
+	if r.HeldBack > 0 {
+		fmt.Fprintf(w, "  held back by --max-inflight %d", r.HeldBack)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, "  skipped %d (truncated bodies)", r.Skipped)
+	}
+	if r.StartLate > 0 {
+		fmt.Fprintf(w, "  started %s after --start-at", r.StartLate.Round(time.Microsecond))
+	}
+	if r.Stopped {
+		fmt.Fprint(w, "  (stopped)")
+	}
+	fmt.Fprintln(w)
+	r.Summary.WriteText(w)
+}
+
+// writeReplaySweep prints one line per speed and the verdict.
+func writeReplaySweep(w io.Writer, sr *replayer.SweepReport, slo analysis.SLO) {
+	fmt.Fprintf(w, "speed sweep against SLO %s\n", slo)
+	fmt.Fprintf(w, "%-7s %-5s %9s %9s %9s %9s %10s %8s\n", "speed", "meets", "req/s", "e2e p95", "ttft p99", "lag p99", "goodput", "windows")
+	for _, r := range sr.Runs {
+		s := r.Summary
+		meets := "no"
+		if s.MeetsSLO {
+			meets = "yes"
+		}
+		fmt.Fprintf(w, "%-7g %-5s %9.1f %9s %9s %9s %10.1f %7.1f%%\n", r.Speed, meets, s.RequestRate,
+			analysis.FormatDuration(s.E2E.P95), analysis.FormatDuration(s.TTFT.P99), analysis.FormatDuration(s.Lag.P99),
+			s.Goodput, 100*s.WindowCompliance)
+	}
+	if sr.Best > 0 {
+		fmt.Fprintf(w, "highest speed meeting the SLO: %g\n", sr.Best)
+	} else {
+		fmt.Fprintln(w, "no speed met the SLO")
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+)
+
+// writeReplayDataset writes the first span of the Azure conversation trace
+// (../../shared/traces) as a dataset recorded from host.
+func writeReplayDataset(t *testing.T, dir, host string, span time.Duration) int {
+	t.Helper()
+	f, err := os.Open("../../../shared/traces/azure-llm-conv-2023.csv")
+	if err != nil {
+		t.Skipf("azure trace not available: %v", err)
+	}
+	defer f.Close()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Scan()
+	var first time.Time
+	n := 0
+	for sc.Scan() {
+		p := strings.Split(sc.Text(), ",")
+		ts, err := time.Parse("2006-01-02 15:04:05.9999999", p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() {
+			first = ts
+		}
+		if ts.Sub(first) >= span {
+			break
+		}
+		in, _ := strconv.Atoi(p[1])
+		out, _ := strconv.Atoi(p[2])
+		n++
+		x := formats.Exchange{Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "gw-1", Seq: int64(n), ConnID: int64(n%16 + 1),
+			Method: "POST", Host: host, Path: "/v1/completions", ReqContentType: "application/json",
+			ReqHeaders: map[string]string{"Authorization": "Bearer prod"},
+			ReqBody:    fmt.Appendf(nil, `{"model":"m","prompt":"p","max_tokens":%d}`, out),
+			Model:      "m", PromptTokens: int32(in), OutputTokens: int32(out), Status: 200}
+		if err := w.Write(&x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestReplayCommand(t *testing.T) {
+	data := t.TempDir()
+	n := writeReplayDataset(t, data, "gateway.prod.example", 30*time.Second)
+	var got atomic.Int64
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		auth.Store(r.Header.Get("Authorization"))
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Batch-Size", "4")
+		io.WriteString(w, `{"usage":{"completion_tokens":5}}`)
+	}))
+	defer srv.Close()
+	out := t.TempDir()
+	t.Setenv("REEL_TEST_SHADOW_AUTH", "Bearer shadow")
+	var stdout, stderr bytes.Buffer
+	args := []string{data, "--target", srv.URL, "--out", out, "--speed", "10", "--frame", "10s", "--run-id", "t1",
+		"--header-from-env", "Authorization=REEL_TEST_SHADOW_AUTH"}
+	if err := runReplay(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if int(got.Load()) != n {
+		t.Errorf("target got %d requests, want %d", got.Load(), n)
+	}
+	if a := auth.Load(); a != "Bearer shadow" {
+		t.Errorf("Authorization %q: want the value from the environment", a)
+	}
+	r, err := formats.OpenReader[formats.Result](context.Background(), []string{out}, formats.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rows := 0
+	for {
+		res, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows++
+		if res.RunID != "t1" || res.Status != 200 || res.BatchSize != 4 || res.OutputTokens != 5 || res.Frame.IsZero() {
+			t.Fatalf("row %+v", res)
+		}
+	}
+	if rows != n {
+		t.Errorf("%d result rows, want %d", rows, n)
+	}
+	for _, want := range []string{"run t1  speed 10  shard 0/1  sent " + strconv.Itoa(n)} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "2023-11-16 18:15:50  req") {
+		t.Errorf("no per-frame progress line:\n%s", stderr.String())
+	}
+}
+
+func TestReplayCommandErrors(t *testing.T) {
+	data := t.TempDir()
+	writeReplayDataset(t, data, "127.0.0.1:8000", 2*time.Second)
+	garbage := filepath.Join(t.TempDir(), "x.parquet")
+	os.WriteFile(garbage, []byte("not parquet at all"), 0o644)
+	tests := []struct {
+		name  string
+		args  []string
+		want  string
+		usage bool
+	}{
+		{"recorded host", []string{data, "--target", "http://127.0.0.1:9", "--out", t.TempDir()}, "--allow-recorded-host", true},
+		{"bad dataset", []string{garbage, "--target", "http://shadow.test:9", "--out", t.TempDir()}, "x.parquet", false},
+		{"missing dataset", []string{filepath.Join(t.TempDir(), "none"), "--target", "http://shadow.test:9", "--out", t.TempDir()}, "none", false},
+		{"no target", []string{data, "--out", t.TempDir()}, "--target and --out are required", true},
+		{"sweep without slo", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--speed", "1,2"}, "needs --slo", true},
+		{"bad frames", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--frames", "x:y"}, "--frames", true},
+		{"shard env unset", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--shards", "4", "--shard-from-env", "REEL_TEST_UNSET_INDEX"}, "not set", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := runReplay(context.Background(), tc.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one mentioning %q", err, tc.want)
+			}
+			var ue *usageError
+			if errors.As(err, &ue) != tc.usage {
+				t.Errorf("usage error %v, want %v", errors.As(err, &ue), tc.usage)
+			}
+		})
+	}
+	t.Run("unreachable target", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		err := runReplay(context.Background(), []string{data, "--target", "http://127.0.0.1:1", "--out", t.TempDir(), "--allow-recorded-host", "--speed", "100"}, &stdout, &stderr)
+		if err != nil {
+			t.Fatalf("an unreachable target is data, not a failed run: %v", err)
+		}
+		if !strings.Contains(stdout.String(), "connection") {
+			t.Errorf("summary does not show the connection errors:\n%s", stdout.String())
+		}
+	})
+}

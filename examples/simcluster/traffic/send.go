@@ -1,0 +1,275 @@
+package traffic
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Result is one sent request.
+type Result struct {
+	Seq          int
+	Offset       time.Duration // planned offset
+	Lag          time.Duration // actual send − due time
+	Status       int           // 0 when no response
+	Err          error
+	TTFT         time.Duration // send → first token-bearing event (streams)
+	E2E          time.Duration // send → end of body
+	OutputTokens int           // from usage, else token events
+	PromptTokens int           // planned
+	Long         bool
+	BatchSize    int // x-batch-size, -1 when absent
+	QueueDepth   int // x-queue-depth, -1 when absent
+}
+
+// Summary counts what a run did.
+type Summary struct {
+	Planned      int           // requests the plan held
+	Sent         int           // requests sent
+	OK           int           // 2xx with a complete body
+	Failed       int           // errors and non-2xx
+	Skipped      int           // due while MaxInFlight were in flight
+	Long         int           // incident requests sent
+	OutputTokens int64         // tokens received
+	MaxLag       time.Duration // worst send lag
+	Elapsed      time.Duration // start to last response
+	Errors       map[string]int
+}
+
+// ErrNoTarget is returned by Run without Options.Target.
+var ErrNoTarget = errors.New("traffic: no target URL")
+
+// Run sends the plan for opts to opts.Target open-loop: request i is sent
+// at start + offset_i however slow the target is, never more than
+// MaxInFlight at once. It returns when every sent request has finished or
+// ctx is done (then with ctx's error and the summary so far).
+func Run(ctx context.Context, opts Options) (*Summary, error) {
+	if opts.Target == "" {
+		return nil, ErrNoTarget
+	}
+	p, err := NewPlanner(opts)
+	if err != nil {
+		return nil, err
+	}
+	o := p.o
+	client := o.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: o.MaxInFlight,
+			DisableCompression:  true,
+		}}
+	}
+	target := strings.TrimSuffix(o.Target, "/")
+
+	var (
+		mu  sync.Mutex // guards sum and serialises OnResult
+		sum = &Summary{Errors: map[string]int{}}
+		wg  sync.WaitGroup
+	)
+	slots := make(chan struct{}, o.MaxInFlight)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	start := time.Now()
+	for ctx.Err() == nil {
+		r, ok := p.Next()
+		if !ok {
+			break
+		}
+		sum.Planned++
+		due := start.Add(r.Offset)
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			mu.Lock()
+			sum.Skipped++
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			res := send(ctx, client, target, &r, due, o.RequestTimeout)
+			mu.Lock()
+			defer mu.Unlock()
+			sum.add(res)
+			if o.OnResult != nil {
+				o.OnResult(res)
+			}
+		}()
+	}
+	wg.Wait()
+	sum.Elapsed = time.Since(start)
+	return sum, ctx.Err()
+}
+
+func (s *Summary) add(r *Result) {
+	s.Sent++
+	if r.Long {
+		s.Long++
+	}
+	s.MaxLag = max(s.MaxLag, r.Lag)
+	s.OutputTokens += int64(r.OutputTokens)
+	switch {
+	case r.Err != nil:
+		s.Failed++
+		s.Errors[errorKind(r.Err)]++
+	case r.Status/100 != 2:
+		s.Failed++
+		s.Errors["HTTP "+strconv.Itoa(r.Status)]++
+	default:
+		s.OK++
+	}
+}
+
+// errorKind is a short, low-cardinality label for an error.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, errStreamError):
+		return "stream error event"
+	case errors.Is(err, errTruncated):
+		return "truncated stream"
+	}
+	return "transport"
+}
+
+var (
+	errStreamError = errors.New("error event in stream")
+	errTruncated   = errors.New("stream ended without [DONE]")
+)
+
+// send performs one request and measures it.
+func send(ctx context.Context, client *http.Client, target string, r *Planned, due time.Time, timeout time.Duration) *Result {
+	res := &Result{Seq: r.Seq, Offset: r.Offset, PromptTokens: r.PromptTokens, Long: r.Long, BatchSize: -1, QueueDepth: -1}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+r.Path, bytes.NewReader(r.Body))
+	if err != nil {
+		res.Err = fmt.Errorf("build request: %w", err)
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if r.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	sent := time.Now()
+	res.Lag = sent.Sub(due)
+	resp, err := client.Do(req)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	if v, err := strconv.Atoi(resp.Header.Get("x-batch-size")); err == nil {
+		res.BatchSize = v
+	}
+	if v, err := strconv.Atoi(resp.Header.Get("x-queue-depth")); err == nil {
+		res.QueueDepth = v
+	}
+	if resp.StatusCode/100 != 2 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var out struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		res.E2E = time.Since(sent)
+		if err != nil {
+			res.Err = fmt.Errorf("read body: %w", err)
+		} else if resp.StatusCode/100 == 2 && json.Unmarshal(body, &out) == nil {
+			res.OutputTokens = out.Usage.CompletionTokens
+		}
+		return res
+	}
+	res.Err = readStream(resp.Body, sent, res)
+	return res
+}
+
+// readStream reads an OpenAI SSE stream, timing the first token-bearing
+// event and counting tokens.
+func readStream(body io.Reader, sent time.Time, res *Result) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	events, usage := 0, -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// An event longer than the buffer: skip the rest of the line.
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			continue
+		}
+		if err != nil {
+			res.E2E = time.Since(sent)
+			if err == io.EOF {
+				return errTruncated
+			}
+			return fmt.Errorf("read stream: %w", err)
+		}
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
+		if !ok {
+			continue
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			res.E2E = time.Since(sent)
+			res.OutputTokens = events
+			if usage >= 0 {
+				res.OutputTokens = usage
+			}
+			return nil
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &c) != nil {
+			continue
+		}
+		if c.Error != nil {
+			res.E2E = time.Since(sent)
+			return errStreamError
+		}
+		if c.Usage != nil {
+			usage = c.Usage.CompletionTokens
+		}
+		if len(c.Choices) > 0 && (c.Choices[0].Delta.Content != "" || c.Choices[0].Text != "") {
+			if events == 0 {
+				res.TTFT = time.Since(sent)
+			}
+			events++
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package formats
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	kzstd "github.com/klauspost/compress/zstd"
+)
+
+// Benchmarks for docs/performance.md ("Formats"). Each record is an exchange
+// with a ~1 KiB JSON request body and a ~1 KiB JSON response body of varied
+// text, the headers a gateway sees, timings and a prefix-hash list.
+//
+//	go test ./formats -run '^$' -bench . -benchtime 100000x -count 3
+
+var benchWords = strings.Fields(`the of and to in is you that it he was for on are as with his they at be this
+from have or by one had not but what all were when we there can an your which their said if do will each about how
+up out them then she many some so these would other into has more her two like him see time could no make than first
+water been call who oil its now find long down day did get come made may part model token cache prompt request reply`)
+
+func benchText(rng *rand.Rand, n int) string {
+	var sb strings.Builder
+	for sb.Len() < n {
+		sb.WriteString(benchWords[rng.IntN(len(benchWords))])
+		sb.WriteByte(' ')
+	}
+	return sb.String()[:n]
+}
+
+// benchExchanges returns n varied exchanges 10 ms apart.
+func benchExchanges(n int) []Exchange {
+	rng := rand.New(rand.NewPCG(7, 7))
+	out := make([]Exchange, n)
+	start := time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
+	for i := range out {
+		ts := start.Add(time.Duration(i) * 10 * time.Millisecond)
+		req := fmt.Sprintf(`{"model":"llama-3-70b","stream":false,"max_tokens":256,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
+			benchText(rng, 880))
+		resp := fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","model":"llama-3-70b","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`,
+			i, benchText(rng, 800), 200+rng.IntN(50), 150+rng.IntN(100))
+		out[i] = Exchange{
+			Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "edge-1", Seq: int64(i + 1), ConnID: int64(i % 64), ConnSeq: int32(i / 64),
+			Session: fmt.Sprintf("sess-%d", rng.IntN(200)), Client: fmt.Sprintf("10.1.%d.%d:443", rng.IntN(4), rng.IntN(250)),
+			Method: "POST", Host: "gateway.internal", Path: "/v1/chat/completions",
+			ReqHeaders: map[string]string{"content-type": "application/json", "accept": "application/json",
+				"user-agent": "openai-python/1.40.0", "x-request-id": fmt.Sprintf("%016x", rng.Uint64()),
+				"authorization": "[dropped len=51]"},
+			ReqContentType: "application/json", ReqBody: []byte(req), ReqBodyBytes: int64(len(req)),
+			Model: "llama-3-70b", MaxTokens: 256, PromptTokens: int32(200 + rng.IntN(50)), PromptTokensSource: TokensFromUsage,
+			PrefixHashes: []int64{11, 22, int64(rng.Uint64()), int64(rng.Uint64())},
+			Status:       200, RespHeaders: map[string]string{"content-type": "application/json", "date": ts.Format(time.RFC1123),
+				"x-batch-size": "12", "x-queue-depth": "3"},
+			RespContentType: "application/json", RespBody: []byte(resp), RespBodyBytes: int64(len(resp)),
+			TTFBNs: int64(200+rng.IntN(100)) * 1e6, DurationNs: int64(800+rng.IntN(900)) * 1e6,
+			OutputTokens: int32(150 + rng.IntN(100)), BatchSize: 12, QueueDepth: 3, Upstream: "10.2.0.7:8000", Complete: true,
+		}
+	}
+	return out
+}
+
+// rawHTTP renders an exchange as the HTTP/1.1 text a GoReplay-style recorder
+// stores.
+func rawHTTP(w io.Writer, x *Exchange) {
+	fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\n", x.Method, x.Path, x.Host)
+	for k, v := range x.ReqHeaders {
+		fmt.Fprintf(w, "%s: %s\r\n", k, v)
+	}
+	fmt.Fprintf(w, "Content-Length: %d\r\n\r\n", len(x.ReqBody))
+	w.Write(x.ReqBody)
+	fmt.Fprintf(w, "HTTP/1.1 %d OK\r\n", x.Status)
+	for k, v := range x.RespHeaders {
+		fmt.Fprintf(w, "%s: %s\r\n", k, v)
+	}
+	fmt.Fprintf(w, "Content-Length: %d\r\n\r\n", len(x.RespBody))
+	w.Write(x.RespBody)
+}
+
+func rawBytes(recs []Exchange) []byte {
+	var buf bytes.Buffer
+	for i := range recs {
+		rawHTTP(&buf, &recs[i])
+	}
+	return buf.Bytes()
+}
+
+const benchPool = 8192
+
+func benchWrite(b *testing.B, opts WriterOptions) {
+	recs := benchExchanges(benchPool)
+	raw := rawBytes(recs)
+	b.SetBytes(int64(len(raw) / len(recs)))
+	opts.Dir = b.TempDir()
+	w, err := NewWriter[Exchange](context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	span := time.Duration(benchPool) * 10 * time.Millisecond
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x := recs[i%benchPool] // the writer keeps x's slices: they are shared, never modified
+		shift := time.Duration(i/benchPool) * span
+		x.TsUnixNs += int64(shift)
+		x.Ts = x.Ts.Add(shift)
+		if err := w.Write(&x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	st := w.Stats()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(diskBytes(b, opts.Dir))/float64(b.N), "disk-B/record")
+	_ = st
+}
+
+func diskBytes(b *testing.B, dir string) int64 {
+	files, err := ListFiles([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += st.Size()
+	}
+	return n
+}
+
+// BenchmarkWrite: records/s through the dataset writer on one goroutine, and
+// bytes on disk per record.
+func BenchmarkWrite(b *testing.B) {
+	b.Run("spool", func(b *testing.B) { benchWrite(b, WriterOptions{Recorder: "bench"}) })
+	b.Run("nospool", func(b *testing.B) { benchWrite(b, WriterOptions{Recorder: "bench", NoSpool: true}) })
+}
+
+// BenchmarkZstdAlone compresses the same records' raw HTTP text with
+// klauspost zstd at the writer's level (SpeedFastest) in 1 MiB blocks: the
+// floor a Parquet writer sits on.
+func BenchmarkZstdAlone(b *testing.B) {
+	recs := benchExchanges(benchPool)
+	raw := rawBytes(recs)
+	per := len(raw) / len(recs)
+	enc, err := kzstd.NewWriter(nil, kzstd.WithEncoderLevel(kzstd.SpeedFastest), kzstd.WithEncoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const block = 1 << 20
+	recsPerBlock := block / per
+	dst := make([]byte, 0, block)
+	b.SetBytes(int64(per))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var out int64
+	for done := 0; done < b.N; done += recsPerBlock {
+		off := (done * per) % (len(raw) - block)
+		dst = enc.EncodeAll(raw[off:off+block], dst[:0])
+		out += int64(len(dst))
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(out)/float64(b.N), "zstd-B/record")
+}
+
+// BenchmarkGzipRawHTTP: the GoReplay-style baseline, the same exchanges as
+// raw HTTP text in one gzip stream (default level).
+func BenchmarkGzipRawHTTP(b *testing.B) {
+	recs := benchExchanges(benchPool)
+	raw := rawBytes(recs)
+	b.SetBytes(int64(len(raw) / len(recs)))
+	b.ResetTimer()
+	var out bytes.Buffer
+	for i := 0; i < b.N; i++ {
+		out.Reset()
+		zw := gzip.NewWriter(&out)
+		zw.Write(raw)
+		zw.Close()
+	}
+	b.ReportMetric(float64(out.Len())/float64(len(recs)), "gzip-B/record")
+	b.ReportMetric(float64(len(raw))/float64(len(recs)), "raw-B/record")
+}
+
+// BenchmarkRead: records/s through the time-ordered reader.
+func BenchmarkRead(b *testing.B) {
+	recs := benchExchanges(benchPool)
+	dir := b.TempDir()
+	w, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: dir, NoSpool: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for round := range 4 {
+		for i := range recs {
+			x := recs[i]
+			x.TsUnixNs += int64(round) * int64(benchPool) * int64(10*time.Millisecond)
+			if err := w.Write(&x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(rawBytes(recs[:100])) / 100))
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	var r *Reader[Exchange]
+	for n < b.N {
+		if r == nil {
+			if r, err = OpenReader[Exchange](context.Background(), []string{filepath.Join(dir)}, ReaderOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := r.Next(); err == io.EOF {
+			r.Close()
+			r = nil
+			continue
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if r != nil {
+		r.Close()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}

@@ -1,0 +1,142 @@
+package formats
+
+import (
+	"time"
+
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Record is the set of row types a dataset can hold.
+type Record interface {
+	Exchange | Result
+}
+
+// Keys of the file key-value metadata every reel file carries.
+const (
+	MetaSchema      = "reel.schema"       // ExchangeSchema or ResultSchema
+	MetaRecorder    = "reel.recorder"     // WriterOptions.Recorder
+	MetaSource      = "reel.source"       // WriterOptions.Source
+	MetaRedaction   = "reel.redaction"    // WriterOptions.RedactionFingerprint
+	MetaVersion     = "reel.version"      // Version of the reel that wrote the file
+	MetaUserPrefix  = "reel.meta."        // prefix of every WriterOptions.Meta key
+	MetaRecoveredBy = "reel.recovered_by" // session that rebuilt the file from a dead writer's spool
+	metaSortedByKey = "reel.sorted_by"    // time column each row group is sorted by
+	metaCreatedKey  = "reel.created_utc"  // when the file was opened, RFC 3339
+)
+
+// Defaults of WriterOptions, used where a field is zero.
+const (
+	DefaultRecorder      = "reel"
+	DefaultRotateSize    = 128 << 20
+	DefaultRotateAge     = 10 * time.Minute
+	DefaultRowGroupRows  = 65536
+	DefaultRowGroupBytes = 32 << 20
+	DefaultSyncEvery     = time.Second
+	DefaultMaxOpenHours  = 2
+)
+
+// WriterOptions configure a dataset Writer. The zero value of every field but
+// Dir works; defaults are in the field comments.
+type WriterOptions struct {
+	// Dir is the dataset root; files go to Dir/dt=YYYY-MM-DD/hour=HH/.
+	// Required.
+	Dir string
+	// Recorder identifies the writer in file names and metadata
+	// (letters, digits, '.', '_' and '-'; not starting with '_' or '.').
+	// Default "reel".
+	Recorder string
+	// Source says where the records came from ("proxy", "pcap:file.pcap",
+	// "replay:RUN"); stored in the file metadata. Default empty.
+	Source string
+	// RedactionFingerprint is the redaction policy fingerprint
+	// (redact.Redactor.Fingerprint), or "raw". Default empty.
+	RedactionFingerprint string
+	// Meta is extra file metadata, stored under "reel.meta.<key>".
+	Meta map[string]string
+
+	// RotateSize closes a file once its estimated size passes this many
+	// bytes. Default 128 MiB.
+	RotateSize int64
+	// RotateAge closes a file this long after it was opened, even if the
+	// writer is idle. Default 10 minutes.
+	RotateAge time.Duration
+	// RowGroupRows bounds the rows of one row group. Default 65536.
+	RowGroupRows int
+	// RowGroupBytes bounds the (uncompressed, estimated) bytes of one row
+	// group; it is also about the memory one open file holds. Default 32 MiB.
+	RowGroupBytes int64
+	// MaxOpenHours bounds the hour partitions open at once: a record for a
+	// new hour closes the least recently written file beyond it. Default 2.
+	MaxOpenHours int
+	// Level is the zstd level. Default zstd.SpeedFastest.
+	Level zstd.Level
+
+	// SyncEvery is how often the spool is flushed and fsynced; a SIGKILL
+	// loses at most about this much. Default 1 s.
+	SyncEvery time.Duration
+	// NoSpool writes without the write-ahead spool: a crash loses every
+	// record not yet in a closed file.
+	NoSpool bool
+
+	// Now is the clock for file ages and names. Default time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what a Writer did. Bytes are compressed bytes on disk.
+type Stats struct {
+	Records      int64 // records accepted by Write
+	FilesClosed  int64 // files renamed into place
+	RowGroups    int64 // row groups flushed
+	BytesWritten int64 // bytes of closed files
+	OpenFiles    int   // files being written now
+	SpoolBytes   int64 // bytes in the live spool
+	Syncs        int64 // spool fsyncs
+	Recovered    int64 // records recovered from a predecessor's spool
+	Lost         int64 // spool frames found damaged during recovery (torn tails)
+}
+
+// ReaderOptions configure a Reader. The zero value reads everything and fails
+// on the first bad file.
+type ReaderOptions struct {
+	// From and To select records with From <= time < To; a zero bound is open.
+	From, To time.Time
+	// SkipBad skips files that cannot be read (truncated, foreign, newer
+	// schema) instead of failing; each is reported to Warn.
+	SkipBad bool
+	// Warn receives skipped files' errors. Default: ignore.
+	Warn func(error)
+	// BatchRows is how many rows are read at a time from one row group.
+	// Default 256.
+	BatchRows int
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.Recorder == "" {
+		o.Recorder = DefaultRecorder
+	}
+	if o.RotateSize <= 0 {
+		o.RotateSize = DefaultRotateSize
+	}
+	if o.RotateAge <= 0 {
+		o.RotateAge = DefaultRotateAge
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.RowGroupBytes <= 0 {
+		o.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if o.MaxOpenHours <= 0 {
+		o.MaxOpenHours = DefaultMaxOpenHours
+	}
+	if o.Level == 0 {
+		o.Level = zstd.SpeedFastest
+	}
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = DefaultSyncEvery
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

@@ -1,0 +1,296 @@
+package formats
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Reader streams the records of a dataset in time order (Exchange.TsUnixNs,
+// Result.OrigTs) across all its files.
+//
+// How order is guaranteed: the Writer sorts every row group by time before
+// writing it, so each row group is a sorted run; a file's row groups (and
+// different files) may overlap in time. The reader collects every row group's
+// time bounds from the file footers, sorts the row groups by their minimum,
+// and k-way merges them, opening a row group only when the merge reaches its
+// minimum. Memory is one batch (ReaderOptions.BatchRows) per row group that
+// overlaps the current time — flat in the size of the dataset. Row groups
+// outside [From, To) are never read. A row group found out of order (not
+// written by reel's Writer) fails the read with an error naming the file.
+type Reader[T Record] struct {
+	opts     ReaderOptions
+	from, to int64
+	pending  []*run[T] // row groups not opened yet, by minimum time
+	heap     runHeap[T]
+	files    map[string]*openFile
+	last     int64
+	err      error
+}
+
+// run is one row group being merged.
+type run[T Record] struct {
+	path  string
+	group int
+	min   int64
+	order int // position among all runs, breaks ties deterministically
+
+	file *openFile
+	gr   *parquet.GenericReader[T]
+	buf  []T
+	pos  int
+	n    int
+	eof  bool
+	key  int64 // time of buf[pos]
+}
+
+// openFile is a file shared by its open runs.
+type openFile struct {
+	f    *os.File
+	pf   *parquet.File
+	refs int
+}
+
+// OpenReader opens paths (files, directory trees, globs) for reading in time
+// order. Every file's footer is checked first: a truncated, foreign or
+// newer-schema file fails OpenReader with an error naming it, or with SkipBad
+// is reported to Warn and skipped.
+func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOptions) (*Reader[T], error) {
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = 256
+	}
+	r := &Reader[T]{opts: opts, from: math.MinInt64, to: math.MaxInt64, last: math.MinInt64,
+		files: map[string]*openFile{}}
+	if !opts.From.IsZero() {
+		r.from = opts.From.UnixNano()
+	}
+	if !opts.To.IsZero() {
+		r.to = opts.To.UnixNano()
+	}
+	list, err := ListFiles(paths)
+	if err != nil {
+		return nil, fmt.Errorf("open reader: %w", err)
+	}
+	want := schemaName[T]()
+	for _, path := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fi, err := statForRead[T](path, want)
+		if err != nil {
+			if opts.SkipBad && errors.Is(err, ErrBadFile) {
+				if opts.Warn != nil {
+					opts.Warn(fmt.Errorf("skipped %w", err))
+				}
+				continue
+			}
+			return nil, fmt.Errorf("open reader: %w", err)
+		}
+		for i, g := range fi.RowGroups {
+			if g.Rows == 0 || g.Max < r.from || g.Min >= r.to {
+				continue
+			}
+			r.pending = append(r.pending, &run[T]{path: path, group: i, min: g.Min})
+		}
+	}
+	sort.SliceStable(r.pending, func(i, j int) bool { return r.pending[i].min < r.pending[j].min })
+	for i, p := range r.pending {
+		p.order = i
+	}
+	return r, nil
+}
+
+func statForRead[T Record](path, want string) (*FileInfo, error) {
+	f, pf, err := openParquet(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := describe(path, pf)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(fi, want); err != nil {
+		return nil, err
+	}
+	if err := checkColumns[T](path, pf); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// Next returns the next record in time order, or io.EOF after the last. The
+// record is the caller's.
+func (r *Reader[T]) Next() (*T, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	for {
+		for len(r.pending) > 0 && (len(r.heap) == 0 || r.pending[0].min <= r.heap[0].key) {
+			ru := r.pending[0]
+			r.pending[0] = nil
+			r.pending = r.pending[1:]
+			if err := r.start(ru); err != nil {
+				r.err = err
+				return nil, err
+			}
+		}
+		if len(r.heap) == 0 {
+			return nil, io.EOF
+		}
+		ru := r.heap[0]
+		rec := ru.buf[ru.pos]
+		key := ru.key
+		if err := r.advance(ru); err != nil {
+			r.err = err
+			return nil, err
+		}
+		if key < r.from || key >= r.to {
+			continue
+		}
+		if key < r.last {
+			r.err = fmt.Errorf("%s: row group %d: %w: records out of time order", ru.path, ru.group, ErrBadFile)
+			return nil, r.err
+		}
+		r.last = key
+		return &rec, nil
+	}
+}
+
+// start opens a row group and pushes it on the merge heap if it has rows.
+func (r *Reader[T]) start(ru *run[T]) (err error) {
+	of := r.files[ru.path]
+	if of == nil {
+		f, pf, err := openParquet(ru.path)
+		if err != nil {
+			return err
+		}
+		of = &openFile{f: f, pf: pf}
+		r.files[ru.path] = of
+	}
+	of.refs++
+	ru.file = of
+	groups := of.pf.RowGroups()
+	if ru.group >= len(groups) {
+		r.release(ru)
+		return fmt.Errorf("%s: %w: row group %d vanished", ru.path, ErrBadFile, ru.group)
+	}
+	ru.gr = parquet.NewGenericRowGroupReader[T](groups[ru.group])
+	ru.buf = make([]T, r.opts.BatchRows)
+	if err := r.fill(ru); err != nil {
+		r.release(ru)
+		return err
+	}
+	if ru.n == 0 {
+		r.release(ru)
+		return nil
+	}
+	ru.key = timeKey(&ru.buf[0])
+	heap.Push(&r.heap, ru)
+	return nil
+}
+
+// fill reads the next batch of a run.
+func (r *Reader[T]) fill(ru *run[T]) (err error) {
+	ru.pos, ru.n = 0, 0
+	if ru.eof {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil { // parquet-go on damaged pages
+			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
+		}
+	}()
+	clear(ru.buf) // fresh memory for every record handed out
+	n, err := ru.gr.Read(ru.buf)
+	ru.n = n
+	if err == io.EOF {
+		ru.eof = true
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, err)
+	}
+	if n == 0 && !ru.eof {
+		return fmt.Errorf("%s: row group %d: %w: read returned no rows", ru.path, ru.group, ErrBadFile)
+	}
+	return nil
+}
+
+// advance moves a run to its next row, dropping it when exhausted.
+func (r *Reader[T]) advance(ru *run[T]) error {
+	ru.pos++
+	if ru.pos >= ru.n {
+		if err := r.fill(ru); err != nil {
+			return err
+		}
+		if ru.n == 0 {
+			heap.Pop(&r.heap)
+			r.release(ru)
+			return nil
+		}
+	}
+	prev := ru.key
+	ru.key = timeKey(&ru.buf[ru.pos])
+	if ru.key < prev {
+		return fmt.Errorf("%s: row group %d: %w: rows not sorted by %s", ru.path, ru.group, ErrBadFile, timeColumn[T]())
+	}
+	heap.Fix(&r.heap, 0)
+	return nil
+}
+
+// release closes a run and, with its last run, its file.
+func (r *Reader[T]) release(ru *run[T]) {
+	if ru.gr != nil {
+		ru.gr.Close()
+		ru.gr = nil
+	}
+	ru.buf = nil
+	if of := ru.file; of != nil {
+		ru.file = nil
+		of.refs--
+		if of.refs == 0 {
+			of.f.Close()
+			delete(r.files, ru.path)
+		}
+	}
+}
+
+// Close releases every open file.
+func (r *Reader[T]) Close() error {
+	for len(r.heap) > 0 {
+		r.release(heap.Pop(&r.heap).(*run[T]))
+	}
+	r.pending = nil
+	if r.err == nil {
+		r.err = errors.New("formats: reader closed")
+	}
+	return nil
+}
+
+// runHeap orders runs by current time, then by run order.
+type runHeap[T Record] []*run[T]
+
+func (h runHeap[T]) Len() int { return len(h) }
+func (h runHeap[T]) Less(i, j int) bool {
+	if h[i].key != h[j].key {
+		return h[i].key < h[j].key
+	}
+	return h[i].order < h[j].order
+}
+func (h runHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *runHeap[T]) Push(x any)   { *h = append(*h, x.(*run[T])) }
+func (h *runHeap[T]) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}

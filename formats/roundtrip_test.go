@@ -1,0 +1,236 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 3, 14, 9, 58, 0, 0, time.UTC)
+
+// testExchange is a fully populated exchange at t0+offset.
+func testExchange(seq int64, offset time.Duration) Exchange {
+	ts := t0.Add(offset)
+	body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"hello %d"}],"stream":true}`, seq)
+	return Exchange{
+		Ts: ts.Truncate(time.Microsecond), TsUnixNs: ts.UnixNano(), Recorder: "rec-a", Seq: seq,
+		ConnID: seq % 7, ConnSeq: int32(seq % 3), Session: "s1", Client: "10.0.0.1:5000",
+		Method: "POST", Host: "gw", Path: "/v1/chat/completions", Query: "a=1",
+		ReqHeaders:     map[string]string{"content-type": "application/json", "x-n": fmt.Sprint(seq)},
+		ReqContentType: "application/json", ReqBody: []byte(body), ReqBodyBytes: int64(len(body)),
+		Model: "m", Stream: true, MaxTokens: 64, PromptTokens: 12, PromptTokensSource: TokensFromUsage,
+		PrefixHashes: []int64{-1, seq, 1 << 62}, Topic: "t",
+		Status: 200, RespHeaders: map[string]string{"content-type": "text/event-stream"},
+		RespContentType: "text/event-stream", RespBody: []byte("data: {}\n\n"), RespBodyBytes: 10,
+		TTFBNs: 1000, DurationNs: 5_000_000 + seq, Events: 3, TTFTNs: 2000, EventGapsUs: []int32{5, 7},
+		OutputTokens: 2, BatchSize: -1, QueueDepth: 4, Upstream: "u1",
+		Context: map[string]string{"x-tenant": "t1"}, Complete: true, Error: "", RedactErr: "",
+	}
+}
+
+func testResult(seq int64, offset time.Duration) Result {
+	ts := t0.Add(offset).Truncate(time.Microsecond)
+	return Result{
+		RunID: "run1", Shard: 1, Recorder: "rec-a", Seq: seq, OrigTs: ts, Frame: ts.Truncate(5 * time.Second),
+		ScheduledNs: int64(offset), SentUnixNs: ts.UnixNano() + 10, LagNs: 10, Status: 200,
+		TTFBNs: 1, TTFTNs: 2, TTSTNs: 3, E2ENs: 4, E2ESchedNs: 5, Events: 6, OutputTokens: 7,
+		ITLUs: []int32{1, 2, 3}, BytesSent: 100, BytesRecv: 200, BatchSize: -1, QueueDepth: -1,
+		Method: "POST", Path: "/v1/completions", Model: "m", PromptTokens: 9,
+	}
+}
+
+// writeAll writes recs with a fresh writer and closes it.
+func writeAll[T Record](t testing.TB, opts WriterOptions, recs []T) Stats {
+	t.Helper()
+	w, err := NewWriter[T](context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return w.Stats()
+}
+
+func readAll[T Record](t testing.TB, paths []string, opts ReaderOptions) []T {
+	t.Helper()
+	r, err := OpenReader[T](context.Background(), paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []T
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *rec)
+	}
+}
+
+// shuffleNear swaps neighbours, as completion order does to start order.
+func shuffleNear[T any](s []T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i := 1; i < len(s); i++ {
+		if rng.IntN(3) == 0 {
+			s[i-1], s[i] = s[i], s[i-1]
+		}
+	}
+}
+
+func TestRoundTripExchange(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts WriterOptions
+		n    int
+	}{
+		{"one file", WriterOptions{}, 500},
+		{"small row groups", WriterOptions{RowGroupRows: 17}, 500},
+		{"rotation by size", WriterOptions{RotateSize: 16 << 10, RowGroupBytes: 8 << 10}, 2000},
+		{"no spool", WriterOptions{NoSpool: true, RowGroupRows: 100}, 700},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			want := make([]Exchange, tt.n)
+			for i := range want {
+				// 4 minutes across the 10:00 hour boundary: two partitions.
+				want[i] = testExchange(int64(i+1), time.Duration(i)*240*time.Second/time.Duration(tt.n))
+			}
+			in := append([]Exchange(nil), want...)
+			shuffleNear(in, 1)
+			opts := tt.opts
+			opts.Dir = dir
+			opts.Recorder = "rec-a"
+			st := writeAll(t, opts, in)
+			if st.Records != int64(tt.n) {
+				t.Errorf("Stats.Records = %d, want %d", st.Records, tt.n)
+			}
+			got := readAll[Exchange](t, []string{dir}, ReaderOptions{})
+			if len(got) != len(want) {
+				t.Fatalf("read %d records, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Fatalf("record %d differs:\n got %+v\nwant %+v", i, got[i], want[i])
+				}
+			}
+			files, _ := ListFiles([]string{dir})
+			parts := map[string]bool{}
+			for _, f := range files {
+				parts[filepath.Base(filepath.Dir(filepath.Dir(f)))+"/"+filepath.Base(filepath.Dir(f))] = true
+			}
+			if !parts["dt=2025-03-14/hour=09"] || !parts["dt=2025-03-14/hour=10"] || len(parts) != 2 {
+				t.Errorf("partitions = %v, want dt=2025-03-14/hour=09 and hour=10", parts)
+			}
+			if tt.opts.RotateSize > 0 && len(files) < 4 {
+				t.Errorf("%d files, want rotation to produce more", len(files))
+			}
+			if _, err := os.Stat(filepath.Join(dir, spoolDirName)); err == nil {
+				ents, _ := os.ReadDir(filepath.Join(dir, spoolDirName))
+				if len(ents) != 0 {
+					t.Errorf("spool not removed on Close: %v", ents)
+				}
+			}
+		})
+	}
+}
+
+func TestRoundTripResult(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	want := make([]Result, 300)
+	for i := range want {
+		want[i] = testResult(int64(i+1), time.Duration(i)*time.Second)
+	}
+	in := append([]Result(nil), want...)
+	shuffleNear(in, 2)
+	writeAll(t, WriterOptions{Dir: dir, Recorder: "replay-1", RowGroupRows: 50, RotateSize: 8 << 10}, in)
+	got := readAll[Result](t, []string{filepath.Join(dir, "dt=*", "hour=*", "*.parquet")}, ReaderOptions{})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("results differ after round trip (%d vs %d records)", len(got), len(want))
+	}
+}
+
+// TestMergeAcrossWriters: two recorders interleaved in time come back as one
+// time-ordered stream, and a window selects [From, To).
+func TestMergeAcrossWriters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var a, b []Exchange
+	for i := range 1000 {
+		x := testExchange(int64(i), time.Duration(i)*time.Millisecond)
+		if i%3 == 0 {
+			x.Recorder = "b"
+			b = append(b, x)
+		} else {
+			x.Recorder = "a"
+			a = append(a, x)
+		}
+	}
+	writeAll(t, WriterOptions{Dir: dir, Recorder: "a", RowGroupRows: 64}, a)
+	writeAll(t, WriterOptions{Dir: dir, Recorder: "b", RowGroupRows: 50}, b)
+	got := readAll[Exchange](t, []string{dir}, ReaderOptions{BatchRows: 7})
+	if len(got) != 1000 {
+		t.Fatalf("read %d, want 1000", len(got))
+	}
+	for i, x := range got {
+		if x.Seq != int64(i) {
+			t.Fatalf("position %d holds seq %d: not in time order", i, x.Seq)
+		}
+	}
+	from, to := t0.Add(100*time.Millisecond), t0.Add(250*time.Millisecond)
+	got = readAll[Exchange](t, []string{dir}, ReaderOptions{From: from, To: to})
+	if len(got) != 150 || got[0].Seq != 100 || got[149].Seq != 249 {
+		t.Fatalf("window read %d records (first %d), want 150 from seq 100", len(got), got[0].Seq)
+	}
+}
+
+func TestReaderBadFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	recs := []Exchange{testExchange(1, 0), testExchange(2, time.Second)}
+	writeAll(t, WriterOptions{Dir: dir, Recorder: "good"}, recs)
+	files, err := ListFiles([]string{dir})
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ListFiles = %v, %v", files, err)
+	}
+	good, _ := os.ReadFile(files[0])
+	bad := filepath.Join(dir, "dt=2025-03-14", "hour=09", "zz-truncated.parquet")
+	if err := os.WriteFile(bad, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenReader[Exchange](context.Background(), []string{dir}, ReaderOptions{})
+	if !errors.Is(err, ErrBadFile) || !strings.Contains(err.Error(), "zz-truncated.parquet") {
+		t.Fatalf("OpenReader on a truncated file: %v, want ErrBadFile naming it", err)
+	}
+	var warned []error
+	got := readAll[Exchange](t, []string{dir}, ReaderOptions{SkipBad: true, Warn: func(err error) { warned = append(warned, err) }})
+	if len(got) != 2 || len(warned) != 1 {
+		t.Fatalf("SkipBad: read %d records with %d warnings, want 2 and 1", len(got), len(warned))
+	}
+	// A result reader on an exchange dataset names the schema.
+	_, err = OpenReader[Result](context.Background(), files, ReaderOptions{})
+	if err == nil || !strings.Contains(err.Error(), "exchange/1") {
+		t.Fatalf("result reader on exchanges: %v", err)
+	}
+}

@@ -1,0 +1,300 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("formats: writer closed")
+
+var recorderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Writer writes records of one schema into a Hive-partitioned dataset:
+// Dir/dt=YYYY-MM-DD/hour=HH/<recorder>-<start>-<n>.parquet, partitioned by
+// the record's time (Exchange.TsUnixNs, Result.OrigTs).
+//
+// Each file is written under a name starting with '_' and renamed when it is
+// complete, so readers never see a partial file. Unless NoSpool is set, every
+// record is first appended to a write-ahead spool under Dir/_spool/, synced
+// every SyncEvery, and leaves the spool only once it sits in a renamed file;
+// NewWriter recovers what a killed predecessor left there.
+//
+// Write takes ownership of the record's slices and maps until the writer is
+// closed: the caller must not modify them after Write (the struct itself is
+// copied). Write and Close may be called from different goroutines, but
+// records are ordered within a row group by time, not by call.
+type Writer[T Record] struct {
+	opts  WriterOptions
+	cfg   fileConfig
+	sid   string // session id: <recorder>-<start>, unique per Dir
+	sess  *session
+	stop  chan struct{}
+	done  chan struct{}
+	chunk []byte // scratch for spool frames
+
+	mu     sync.Mutex               // guards everything below, and sess
+	files  map[int64]*fileWriter[T] // open files by unix hour
+	next   uint32                   // last file ordinal used
+	use    int64                    // write counter, for least-recently-used eviction
+	stats  Stats
+	err    error // error of background work (sync, age rotation), reported by the next Write
+	pinned int   // oldest spool segment a failed file needs; math.MaxInt if none
+	closed bool
+}
+
+// NewWriter opens a dataset writer on opts.Dir, first recovering the spools
+// and removing the temporary files of killed predecessors there.
+func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], error) {
+	opts = opts.withDefaults()
+	if opts.Dir == "" {
+		return nil, errors.New("new writer: no dataset directory")
+	}
+	if !recorderRE.MatchString(opts.Recorder) {
+		return nil, fmt.Errorf("new writer: recorder id %q: use letters, digits, '.', '_' and '-'", opts.Recorder)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("new writer: %w", err)
+	}
+	meta := map[string]string{
+		MetaSchema:      schemaName[T](),
+		MetaRecorder:    opts.Recorder,
+		MetaSource:      opts.Source,
+		MetaRedaction:   opts.RedactionFingerprint,
+		MetaVersion:     Version,
+		metaSortedByKey: timeColumn[T](),
+	}
+	for k, v := range opts.Meta {
+		meta[MetaUserPrefix+k] = v
+	}
+	w := &Writer[T]{
+		opts: opts,
+		cfg: fileConfig{
+			level:         opts.Level,
+			rowGroupRows:  opts.RowGroupRows,
+			rowGroupBytes: opts.RowGroupBytes,
+			rotateSize:    opts.RotateSize,
+			meta:          meta,
+		},
+		files:  map[int64]*fileWriter[T]{},
+		pinned: math.MaxInt,
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	sess, sid, err := openSession(opts.Dir, opts.Recorder, opts.Now(), schemaName[T](), meta, !opts.NoSpool)
+	if err != nil {
+		return nil, fmt.Errorf("new writer: %w", err)
+	}
+	w.sess, w.sid = sess, sid
+	n, lost, err := recoverDataset[T](ctx, w)
+	w.stats.Recovered, w.stats.Lost = n, lost
+	if err != nil {
+		sess.remove()
+		return nil, fmt.Errorf("new writer: recover: %w", err)
+	}
+	go w.background()
+	return w, nil
+}
+
+// Write adds one record. It returns an error when the spool or a file cannot
+// be written (disk full, for example), or once when the background spool sync
+// or age rotation failed since the previous call; the record is then not
+// stored. The writer stays usable after an error.
+func (w *Writer[T]) Write(rec *T) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.err; err != nil {
+		w.err = nil // reported once
+		return err
+	}
+	hour := floorDiv(timeKey(rec), int64(time.Hour))
+	fw, err := w.fileFor(hour)
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if w.sess.spooling() {
+		w.chunk = appendRecord(w.chunk[:0], rec)
+		if err := w.sess.appendRecord(fw.ordinal, w.chunk); err != nil {
+			return fmt.Errorf("write: spool: %w", err)
+		}
+	}
+	if err := fw.add(rec); err != nil {
+		w.failFile(fw)
+		return fmt.Errorf("write: %w", err)
+	}
+	w.use++
+	fw.lastUse = w.use
+	w.stats.Records++
+	if fw.full() {
+		return w.closeFile(fw)
+	}
+	return nil
+}
+
+// Stats reports counters since NewWriter.
+func (w *Writer[T]) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.stats
+	s.OpenFiles = len(w.files)
+	s.SpoolBytes = w.sess.bytes()
+	return s
+}
+
+// Close writes out every open file, renames them into place and removes the
+// spool. After a failed Close the spool stays and the next NewWriter on the
+// directory recovers it.
+func (w *Writer[T]) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, fw := range w.files {
+		if err := w.closeFile(fw); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 || w.pinned != math.MaxInt {
+		w.sess.release()
+		if len(errs) == 0 {
+			return errors.New("close writer: some files failed earlier; their records stay in the spool for the next writer to recover")
+		}
+		return fmt.Errorf("close writer: %w", errors.Join(errs...))
+	}
+	if err := w.sess.remove(); err != nil {
+		return fmt.Errorf("close writer: %w", err)
+	}
+	return nil
+}
+
+// background syncs the spool and rotates files by age until Close.
+func (w *Writer[T]) background() {
+	defer close(w.done)
+	tick := time.NewTicker(w.opts.SyncEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-tick.C:
+		}
+		w.mu.Lock()
+		if err := w.sess.sync(); err != nil && w.err == nil {
+			w.err = fmt.Errorf("sync spool: %w", err)
+		} else if err == nil && w.sess.spooling() {
+			w.stats.Syncs++
+		}
+		now := w.opts.Now()
+		for _, fw := range w.files {
+			if now.Sub(fw.opened) >= w.opts.RotateAge {
+				if err := w.closeFile(fw); err != nil && w.err == nil {
+					w.err = err
+				}
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// fileFor returns the open file of an hour, opening one (and closing the
+// least recently used beyond MaxOpenHours) if needed.
+func (w *Writer[T]) fileFor(hour int64) (*fileWriter[T], error) {
+	if fw, ok := w.files[hour]; ok {
+		return fw, nil
+	}
+	for len(w.files) >= w.opts.MaxOpenHours {
+		var lru *fileWriter[T]
+		for _, fw := range w.files {
+			if lru == nil || fw.lastUse < lru.lastUse {
+				lru = fw
+			}
+		}
+		if err := w.closeFile(lru); err != nil {
+			return nil, err
+		}
+	}
+	w.next++
+	name := fmt.Sprintf("%s-%d.parquet", w.sid, w.next)
+	rel := filepath.Join(partitionDir(hour), name)
+	final := filepath.Join(w.opts.Dir, rel)
+	temp := filepath.Join(w.opts.Dir, partitionDir(hour), "_"+name)
+	if w.sess.spooling() {
+		if err := w.sess.appendOpen(w.next, rel); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+	}
+	fw, err := newFileWriter[T](final, temp, w.next, hour, w.opts.Now(), w.cfg)
+	if err != nil {
+		return nil, err
+	}
+	fw.firstSeg = w.sess.segment()
+	w.files[hour] = fw
+	return fw, nil
+}
+
+// closeFile renames a file into place and drops the spool segments no open
+// file needs any more.
+func (w *Writer[T]) closeFile(fw *fileWriter[T]) error {
+	delete(w.files, fw.hour)
+	size, err := fw.close()
+	if err != nil {
+		w.pin(fw)
+		return err
+	}
+	w.stats.RowGroups += fw.groups
+	w.stats.FilesClosed++
+	w.stats.BytesWritten += size
+	if !w.sess.spooling() {
+		return nil
+	}
+	if err := w.sess.rotate(); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	keep := min(w.sess.segment(), w.pinned)
+	for _, o := range w.files {
+		keep = min(keep, o.firstSeg)
+	}
+	w.sess.dropBefore(keep)
+	return nil
+}
+
+// failFile drops a file that could not be written; its records stay in the
+// spool, so the next NewWriter on the directory recovers them.
+func (w *Writer[T]) failFile(fw *fileWriter[T]) {
+	delete(w.files, fw.hour)
+	fw.abort()
+	w.pin(fw)
+}
+
+// pin keeps the spool segments of a failed file until the next NewWriter on
+// the directory recovers them.
+func (w *Writer[T]) pin(fw *fileWriter[T]) {
+	w.pinned = min(w.pinned, fw.firstSeg)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}

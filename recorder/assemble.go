@@ -1,0 +1,351 @@
+package recorder
+
+import (
+	"errors"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder/sse"
+)
+
+// DefaultMaxBody is the body capture limit when Config.MaxBody is zero.
+const DefaultMaxBody = 1 << 20
+
+// DefaultContextHeaders are the batch-context headers recorded when
+// Config.ContextHeaders is nil.
+var DefaultContextHeaders = []string{"x-batch-size", "x-queue-depth"}
+
+// Typed context headers: their values land in Exchange.BatchSize and
+// Exchange.QueueDepth instead of Exchange.Context.
+const (
+	HeaderBatchSize  = "x-batch-size"
+	HeaderQueueDepth = "x-queue-depth"
+)
+
+// ErrClientAborted is recorded when the client went away before the
+// response was complete.
+var ErrClientAborted = errors.New("client aborted")
+
+// Config configures an Assembler. The zero value works.
+type Config struct {
+	Recorder string // recorder id written to every exchange (default "reel")
+	Upstream string // upstream address written to every exchange
+	// MaxBody caps the bytes kept of each request and response body
+	// (default DefaultMaxBody). Longer bodies are kept truncated and
+	// flagged; the sizes record the original length. Negative keeps none.
+	MaxBody int64
+	// ContextHeaders names the headers recorded as batch context (default
+	// DefaultContextHeaders). x-batch-size and x-queue-depth fill the typed
+	// columns; the others land in Exchange.Context. Response headers win over
+	// request headers of the same name.
+	ContextHeaders []string
+	// SessionHeader names the request header holding the session key
+	// (default "x-session-id").
+	SessionHeader string
+}
+
+// Assembler builds exchanges and hands out sequence numbers. It is safe for
+// concurrent use; each Recording it returns is used by one exchange.
+type Assembler struct {
+	cfg     Config
+	ctxKeys []string // canonical names of non-typed context headers
+	seq     atomic.Int64
+}
+
+// NewAssembler returns an Assembler for cfg.
+func NewAssembler(cfg Config) *Assembler {
+	if cfg.Recorder == "" {
+		cfg.Recorder = "reel"
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxBody < 0 {
+		cfg.MaxBody = 0
+	}
+	if cfg.ContextHeaders == nil {
+		cfg.ContextHeaders = DefaultContextHeaders
+	}
+	if cfg.SessionHeader == "" {
+		cfg.SessionHeader = "x-session-id"
+	}
+	a := &Assembler{cfg: cfg}
+	for _, h := range cfg.ContextHeaders {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" || h == HeaderBatchSize || h == HeaderQueueDepth {
+			continue
+		}
+		a.ctxKeys = append(a.ctxKeys, h)
+	}
+	a.cfg.SessionHeader = textproto.CanonicalMIMEHeaderKey(cfg.SessionHeader)
+	return a
+}
+
+// Config reports the configuration in effect, defaults filled in.
+func (a *Assembler) Config() Config { return a.cfg }
+
+// ConnInfo identifies the connection an exchange arrived on.
+type ConnInfo struct {
+	ID     int64  // recorder-local connection id
+	Seq    int32  // index of the exchange on the connection, from 0
+	Client string // client address (host:port)
+}
+
+// Request is the request line and headers of an exchange.
+type Request struct {
+	Method   string
+	Host     string
+	Path     string // escaped path, without the query
+	RawQuery string // query without the '?'
+	Header   http.Header
+}
+
+// Begin starts an exchange whose first request byte was seen at start and
+// assigns its sequence number.
+func (a *Assembler) Begin(start time.Time, conn ConnInfo) *Recording {
+	r := &Recording{a: a, start: start}
+	r.x.Recorder = a.cfg.Recorder
+	r.x.Seq = a.seq.Add(1)
+	r.x.ConnID = conn.ID
+	r.x.ConnSeq = conn.Seq
+	r.x.Client = conn.Client
+	r.x.Upstream = a.cfg.Upstream
+	r.x.BatchSize, r.x.QueueDepth = -1, -1
+	return r
+}
+
+// Recording is one exchange being observed. Its methods are safe to call
+// from the goroutine reading the request body and the one reading the
+// response at the same time. Finish ends it.
+type Recording struct {
+	a     *Assembler
+	start time.Time
+
+	mu       sync.Mutex // guards everything below
+	x        formats.Exchange
+	reqHdr   http.Header
+	respAt   time.Time
+	lastByte time.Time
+	scanner  *sse.Scanner // non-nil for event-stream responses
+	timeline sse.Timeline
+	err      error
+	finished bool
+}
+
+// Seq reports the exchange's sequence number.
+func (r *Recording) Seq() int64 { return r.x.Seq }
+
+// SetRequest records the request line and headers. The header is read, not
+// retained.
+func (r *Recording) SetRequest(req Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.x.Method = req.Method
+	r.x.Host = req.Host
+	r.x.Path = req.Path
+	r.x.Query = req.RawQuery
+	r.x.ReqHeaders = headerMap(req.Header)
+	r.x.ReqContentType = req.Header.Get("Content-Type")
+	r.x.Session = req.Header.Get(r.a.cfg.SessionHeader)
+	r.reqHdr = contextOnly(req.Header, r.a)
+}
+
+// RequestBody records the next piece of the request body.
+func (r *Recording) RequestBody(p []byte) {
+	r.mu.Lock()
+	r.x.ReqBody, r.x.ReqBodyTrunc = appendCapped(r.x.ReqBody, p, r.a.cfg.MaxBody, r.x.ReqBodyTrunc)
+	r.x.ReqBodyBytes += int64(len(p))
+	r.mu.Unlock()
+}
+
+// SetResponse records the status line and headers, which arrived at at
+// (the time to first byte).
+func (r *Recording) SetResponse(at time.Time, status int, header http.Header) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.respAt = at
+	r.x.Status = int32(status)
+	r.x.RespHeaders = headerMap(header)
+	r.x.RespContentType = header.Get("Content-Type")
+	if isEventStream(r.x.RespContentType) {
+		r.scanner = sse.NewScanner(sse.Options{})
+	}
+	r.applyContext(r.reqHdr)
+	r.applyContext(header)
+}
+
+// ResponseBody records the next piece of the response body, which arrived
+// at at. Event-stream bodies are scanned as they arrive.
+func (r *Recording) ResponseBody(at time.Time, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.x.RespBody, _ = appendCapped(r.x.RespBody, p, r.a.cfg.MaxBody, false)
+	r.x.RespBodyBytes += int64(len(p))
+	r.lastByte = at
+	if r.scanner != nil {
+		r.scanner.Feed(p, at, r.observe)
+	}
+	r.mu.Unlock()
+}
+
+func (r *Recording) observe(ev *sse.Event) { r.timeline.Observe(ev) }
+
+// Fail records what went wrong; the first error wins.
+func (r *Recording) Fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+}
+
+// Finish ends the exchange at end and returns it, raw (not yet enriched or
+// redacted). complete says the source saw the whole exchange; it is forced
+// false when an error was recorded. Finish may be called once; later calls
+// return nil.
+func (r *Recording) Finish(end time.Time, complete bool) *formats.Exchange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return nil
+	}
+	r.finished = true
+	x := &r.x
+	x.Ts = r.start.UTC()
+	x.TsUnixNs = r.start.UnixNano()
+	if !r.respAt.IsZero() {
+		x.TTFBNs = int64(r.respAt.Sub(r.start))
+	}
+	last := r.lastByte
+	if last.IsZero() {
+		last = r.respAt
+	}
+	if last.IsZero() {
+		last = end
+	}
+	x.DurationNs = int64(last.Sub(r.start))
+	if r.scanner != nil {
+		r.scanner.Flush(last, r.observe)
+		tl := &r.timeline
+		x.Events = int32(min(tl.Events, 1<<31-1))
+		if !tl.FirstToken.IsZero() {
+			x.TTFTNs = int64(tl.FirstToken.Sub(r.start))
+		}
+		x.EventGapsUs = tl.GapsUs
+		x.OutputTokens = int32(min(tl.OutputTokens(), 1<<31-1))
+		if tl.HasUsage && tl.Usage.PromptTokens > 0 {
+			x.PromptTokens = int32(min(tl.Usage.PromptTokens, 1<<31-1))
+			x.PromptTokensSource = formats.TokensFromUsage
+		}
+		r.scanner = nil
+	}
+	if r.err != nil {
+		x.Error = r.err.Error()
+		complete = false
+	}
+	x.Complete = complete
+	out := *x
+	return &out
+}
+
+func (r *Recording) applyContext(h http.Header) {
+	if h == nil {
+		return
+	}
+	if v := h.Get(HeaderBatchSize); v != "" {
+		r.x.BatchSize = parseInt32(v)
+	}
+	if v := h.Get(HeaderQueueDepth); v != "" {
+		r.x.QueueDepth = parseInt32(v)
+	}
+	for _, k := range r.a.ctxKeys {
+		if v := h.Get(k); v != "" {
+			if r.x.Context == nil {
+				r.x.Context = make(map[string]string, len(r.a.ctxKeys))
+			}
+			r.x.Context[k] = v
+		}
+	}
+}
+
+// contextOnly copies the context headers of h, so the request header map is
+// not retained.
+func contextOnly(h http.Header, a *Assembler) http.Header {
+	var out http.Header
+	take := func(k string) {
+		if v := h.Get(k); v != "" {
+			if out == nil {
+				out = make(http.Header, 2)
+			}
+			out.Set(k, v)
+		}
+	}
+	take(HeaderBatchSize)
+	take(HeaderQueueDepth)
+	for _, k := range a.ctxKeys {
+		take(k)
+	}
+	return out
+}
+
+// parseInt32 parses a batch-context value; -1 when it is not a number.
+func parseInt32(v string) int32 {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return int32(n)
+}
+
+// dropHeaders are never recorded: hop-by-hop headers and credentials (a
+// replay takes its secrets from the environment, never from the dataset).
+var dropHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Authenticate": true,
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+}
+
+// headerMap flattens h into lower-case names with values joined by ", ".
+// The redactor applies the final header policy.
+func headerMap(h http.Header) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(h))
+	for k, vs := range h {
+		if dropHeaders[textproto.CanonicalMIMEHeaderKey(k)] || len(vs) == 0 {
+			continue
+		}
+		v := vs[0]
+		if len(vs) > 1 {
+			v = strings.Join(vs, ", ")
+		}
+		m[strings.ToLower(k)] = v
+	}
+	return m
+}
+
+// appendCapped appends p to dst keeping at most limit bytes; the flag
+// reports whether anything was cut.
+func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
+	room := limit - int64(len(dst))
+	if room <= 0 {
+		return dst, trunc || len(p) > 0
+	}
+	if int64(len(p)) > room {
+		return append(dst, p[:room]...), true
+	}
+	return append(dst, p...), trunc
+}
+
+func isEventStream(ct string) bool {
+	return len(ct) >= 17 && strings.EqualFold(ct[:17], "text/event-stream")
+}

@@ -1,0 +1,305 @@
+package capture
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reelkit/reel/recorder"
+)
+
+// Reasons an exchange is recorded with Complete=false. Each is also the
+// reason label of the incomplete-exchanges counter, and the exchange's Error
+// column reads "incomplete: REASON".
+const (
+	ReasonGap        = "gap"         // packets were lost (kernel drops, snap length, a segment never seen)
+	ReasonClosed     = "closed"      // the connection was closed (FIN) before the message ended
+	ReasonReset      = "reset"       // the connection was reset (RST) before the message ended
+	ReasonUnfinished = "unfinished"  // the capture ended, or the connection went idle, before the message ended
+	ReasonNoResponse = "no_response" // the request was seen but no response before the connection ended
+	ReasonNoRequest  = "no_request"  // a response whose request was not captured (capture began mid-connection)
+	ReasonBadHTTP    = "bad_http"    // the bytes did not parse as HTTP/1.1
+	ReasonTooMany    = "too_many_pipelined"
+)
+
+// parser-internal outcomes that never become an exchange.
+const (
+	reasonBadHTTP = ReasonBadHTTP
+	reasonGap     = ReasonGap
+	reasonJunk    = "junk"     // bytes before the first start line: not a message
+	reasonNotHTTP = "not_http" // a direction gave up after too much junk
+)
+
+// IncompleteError is the error recorded for an exchange that was not seen
+// completely; Reason is one of the Reason constants.
+type IncompleteError struct{ Reason string }
+
+func (e *IncompleteError) Error() string { return "incomplete: " + e.Reason }
+
+// pending is one exchange on a connection, from its request's head (or the
+// point where one must have been) until its response ends.
+type pending struct {
+	rec        *recorder.Recording
+	method     string
+	reqDone    bool
+	reqReason  string
+	respReason string
+	reqLost    int64 // request body bytes missing from the capture
+	respLost   int64
+	informal   bool // the response being read is a 1xx interim response
+}
+
+// httpConn pairs the requests and responses of one TCP connection in order
+// (keep-alive and pipelining) and feeds them to the recorder's Assembler.
+type httpConn struct {
+	e      *Engine
+	id     int64
+	client string
+	seq    int32 // next ConnSeq
+
+	req, resp *halfParser
+
+	reqStart  time.Time  // first byte of the request being read
+	respStart time.Time  // first byte of the response being read
+	curReq    *pending   // the request being read, nil between requests
+	queue     []*pending // requests waiting for (the end of) their response, oldest first
+	curResp   *pending   // the exchange whose response is being read
+	dead      bool       // the connection stopped being HTTP/1.1
+}
+
+func newHTTPConn(e *Engine, id int64, client string) *httpConn {
+	c := &httpConn{e: e, id: id, client: client}
+	c.req = newHalfParser(false, c, e.opts.MaxHeader)
+	c.resp = newHalfParser(true, c, e.opts.MaxHeader)
+	return c
+}
+
+func (c *httpConn) begin(start time.Time) *pending {
+	p := &pending{rec: c.e.asm.Begin(start, recorder.ConnInfo{ID: c.id, Seq: c.seq, Client: c.client})}
+	c.seq++
+	return p
+}
+
+func (c *httpConn) msgStart(resp bool, ts time.Time) {
+	if resp {
+		c.respStart = ts
+	} else {
+		c.reqStart = ts
+	}
+}
+
+func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
+	if !resp {
+		p := c.begin(c.reqStart)
+		p.method = h.method
+		p.rec.SetRequest(requestOf(h))
+		c.curReq = p
+		c.push(p)
+		switch {
+		case h.chunked:
+			return frameChunked
+		case h.contentLength > 0:
+			return frameLength
+		}
+		return frameNone
+	}
+	if h.status >= 100 && h.status < 200 && h.status != http.StatusSwitchingProtocols {
+		// 100 Continue and friends: the final response follows.
+		if c.curResp == nil {
+			c.curResp = c.next(c.respStart)
+		}
+		c.curResp.informal = true
+		return frameNone
+	}
+	if c.curResp == nil {
+		c.curResp = c.next(c.respStart)
+	}
+	p := c.curResp
+	p.informal = false
+	p.rec.SetResponse(c.respStart, h.status, h.header)
+	switch {
+	case h.status == http.StatusSwitchingProtocols,
+		p.method == http.MethodConnect && h.status >= 200 && h.status < 300:
+		c.stop()
+		return frameDead
+	case p.method == http.MethodHead, h.status == http.StatusNoContent, h.status == http.StatusNotModified:
+		return frameNone
+	case h.chunked:
+		return frameChunked
+	case h.contentLength >= 0:
+		return frameLength
+	}
+	return frameEOF
+}
+
+// next returns the oldest request without a response, or a placeholder
+// exchange when the response has no request (capture began mid-connection).
+func (c *httpConn) next(start time.Time) *pending {
+	if len(c.queue) > 0 {
+		p := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		return p
+	}
+	p := c.begin(start)
+	p.reqDone, p.reqReason = true, ReasonNoRequest
+	return p
+}
+
+func (c *httpConn) push(p *pending) {
+	if len(c.queue) >= c.e.opts.MaxPipelined {
+		// Far more requests than responses: give up on this connection
+		// rather than hold their bodies.
+		c.stop()
+		for _, q := range c.queue {
+			c.finish(q, time.Time{}, ReasonTooMany)
+		}
+		c.queue = c.queue[:0]
+		p.reqReason = ReasonTooMany
+	}
+	c.queue = append(c.queue, p)
+}
+
+func (c *httpConn) msgBody(resp bool, data []byte, lost int64, ts time.Time) {
+	p := c.curReq
+	if resp {
+		p = c.curResp
+	}
+	if p == nil {
+		return
+	}
+	switch {
+	case lost > 0 && resp:
+		p.respLost += lost
+	case lost > 0:
+		p.reqLost += lost
+	case resp:
+		p.rec.ResponseBody(ts, data)
+	default:
+		p.rec.RequestBody(data)
+	}
+}
+
+func (c *httpConn) msgEnd(resp bool, ts time.Time, reason string) {
+	if reason == reasonJunk || reason == reasonNotHTTP {
+		if reason == reasonNotHTTP {
+			c.e.stats.notHTTP.Add(1)
+		}
+		return
+	}
+	if !resp {
+		p := c.curReq
+		c.curReq = nil
+		if p == nil {
+			// The request ended before its head was parsed: it was lost
+			// (gap) or malformed. Keep its place in the pairing order.
+			p = c.begin(c.reqStart)
+			c.push(p)
+		}
+		p.reqDone = true
+		if p.reqReason == "" {
+			p.reqReason = reason
+		}
+		return
+	}
+	p := c.curResp
+	if p != nil && p.informal {
+		if reason == "" {
+			return // the final response follows on the same exchange
+		}
+		p.informal = false
+	}
+	c.curResp = nil
+	if p == nil {
+		// The response ended before its head was parsed.
+		if len(c.queue) == 0 {
+			c.e.stats.addIncomplete(reason)
+			return
+		}
+		p = c.next(c.respStart)
+	}
+	if p.respReason == "" {
+		p.respReason = reason
+	}
+	c.finish(p, ts, "")
+}
+
+// finish ends p at end. The reason recorded for its request or response
+// wins over fallback.
+func (c *httpConn) finish(p *pending, end time.Time, fallback string) {
+	reason := p.reqReason
+	if reason == "" {
+		reason = p.respReason
+	}
+	if reason == "" {
+		reason = fallback
+	}
+	if reason == "" && !p.reqDone {
+		reason = ReasonUnfinished
+	}
+	if reason != "" {
+		p.rec.Fail(&IncompleteError{Reason: reason})
+	}
+	if end.IsZero() {
+		end = c.respStart
+	}
+	x := p.rec.Finish(end, reason == "")
+	if x == nil {
+		return
+	}
+	x.ReqBodyBytes += p.reqLost
+	x.RespBodyBytes += p.respLost
+	if reason != "" {
+		c.e.stats.addIncomplete(reason)
+	}
+	c.e.emit(x)
+}
+
+// stop marks the connection as no longer HTTP/1.1 (upgrade, CONNECT).
+func (c *httpConn) stop() {
+	c.dead = true
+	c.req.st = stDead
+	c.resp.st = stDead
+}
+
+// drain ends the connection after both parsers saw their end: an exchange
+// whose response was being read, and requests still waiting for one, are
+// recorded incomplete.
+func (c *httpConn) drain() {
+	if p := c.curResp; p != nil {
+		c.curResp = nil
+		c.finish(p, c.resp.lastTs, ReasonUnfinished)
+	}
+	for _, p := range c.queue {
+		reason := p.reqReason
+		if reason == "" {
+			reason = ReasonNoResponse
+		}
+		c.finish(p, c.req.lastTs, reason)
+	}
+	c.queue = nil
+	c.curReq = nil
+}
+
+// requestOf converts a parsed request head into the Assembler's Request.
+func requestOf(h *head) recorder.Request {
+	target := h.target
+	host := h.header.Get("Host")
+	if i := strings.Index(target, "://"); i > 0 && !strings.HasPrefix(target, "/") {
+		// absolute-form: scheme://host/path?query
+		rest := target[i+3:]
+		j := strings.IndexByte(rest, '/')
+		if j < 0 {
+			j = len(rest)
+		}
+		if host == "" {
+			host = rest[:j]
+		}
+		target = rest[j:]
+		if target == "" {
+			target = "/"
+		}
+	}
+	path, query, _ := strings.Cut(target, "?")
+	return recorder.Request{Method: h.method, Host: host, Path: path, RawQuery: query, Header: h.header}
+}

@@ -1,0 +1,332 @@
+package capture
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/reassembly"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder"
+)
+
+// Defaults used when Options leaves a field zero.
+const (
+	DefaultPagesPerConnection = 512     // 1900-byte pages: about 1 MiB of out-of-order data per connection
+	DefaultPagesTotal         = 1 << 15 // about 60 MiB of out-of-order data in all
+	DefaultMaxConnections     = 1 << 16
+	DefaultMaxPipelined       = 64
+	DefaultGapTimeout         = 2 * time.Second
+	DefaultIdleTimeout        = 10 * time.Minute
+)
+
+// ErrNoPorts is returned when Options.Ports is empty: without the server
+// ports, client and server cannot be told apart.
+var ErrNoPorts = errors.New("no server ports configured")
+
+// Options configure an Engine. Ports and Emit are required; the zero value
+// of every other field works.
+type Options struct {
+	// Ports are the server's TCP ports: segments to them are requests,
+	// segments from them responses. Other TCP traffic is skipped.
+	Ports []uint16
+	// Emit receives every exchange, raw (not yet enriched or redacted), in
+	// the order responses end. It is called from the goroutine that feeds
+	// packets and must not retain nothing but the exchange.
+	Emit func(*formats.Exchange)
+	// Assembler builds the exchanges (default recorder.NewAssembler with a
+	// zero Config); its Config.MaxBody caps kept bodies.
+	Assembler *recorder.Assembler
+	// MaxHeader bounds a start line plus headers (default 64 KiB); longer
+	// heads are recorded as bad_http.
+	MaxHeader int
+	// PagesPerConnection and PagesTotal bound the out-of-order data the TCP
+	// reassembly buffers, in 1900-byte pages (defaults DefaultPagesPerConnection
+	// and DefaultPagesTotal). When a bound is hit the missing bytes are given
+	// up as a gap.
+	PagesPerConnection int
+	PagesTotal         int
+	// MaxConnections bounds the connections tracked at once (default
+	// DefaultMaxConnections); packets of further connections are skipped
+	// and counted.
+	MaxConnections int
+	// MaxPipelined bounds the requests waiting for their responses on one
+	// connection (default DefaultMaxPipelined).
+	MaxPipelined int
+	// GapTimeout is how long, in packet time, reassembly waits for a missing
+	// segment before recording a gap (default 2s).
+	GapTimeout time.Duration
+	// IdleTimeout closes connections without packets for this long, in
+	// packet time (default 10m).
+	IdleTimeout time.Duration
+}
+
+// Engine turns captured packets into exchanges: it decodes link, IP and TCP
+// headers, reassembles TCP streams with gopacket/reassembly, parses
+// HTTP/1.1 in both directions and pairs requests with responses. Time is
+// packet time throughout, so an import is deterministic. An Engine is not
+// safe for concurrent use: feed it from one goroutine. Its Stats and
+// Collector may be read from any goroutine.
+type Engine struct {
+	opts  Options
+	asm   *recorder.Assembler
+	ports map[uint16]bool
+	dec   decoder
+	pool  *reassembly.StreamPool
+	tcp   *reassembly.Assembler
+	stats *Stats
+
+	conns     int   // connections being tracked
+	nextConn  int64 // last connection id handed out
+	lastFlush time.Time
+	now       time.Time // latest packet time
+}
+
+// NewEngine returns an Engine for opts.
+func NewEngine(opts Options) (*Engine, error) {
+	if len(opts.Ports) == 0 {
+		return nil, ErrNoPorts
+	}
+	if opts.Emit == nil {
+		return nil, errors.New("capture: Options.Emit is nil")
+	}
+	if opts.Assembler == nil {
+		opts.Assembler = recorder.NewAssembler(recorder.Config{})
+	}
+	if opts.PagesPerConnection <= 0 {
+		opts.PagesPerConnection = DefaultPagesPerConnection
+	}
+	if opts.PagesTotal <= 0 {
+		opts.PagesTotal = DefaultPagesTotal
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.MaxPipelined <= 0 {
+		opts.MaxPipelined = DefaultMaxPipelined
+	}
+	if opts.GapTimeout <= 0 {
+		opts.GapTimeout = DefaultGapTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	e := &Engine{opts: opts, asm: opts.Assembler, ports: make(map[uint16]bool), stats: newStats()}
+	for _, p := range opts.Ports {
+		e.ports[p] = true
+	}
+	e.pool = reassembly.NewStreamPool(&factory{e: e})
+	e.tcp = reassembly.NewAssembler(e.pool)
+	e.tcp.MaxBufferedPagesPerConnection = opts.PagesPerConnection
+	e.tcp.MaxBufferedPagesTotal = opts.PagesTotal
+	return e, nil
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() *Stats { return e.stats }
+
+func (e *Engine) emit(x *formats.Exchange) {
+	e.stats.exchanges.Add(1)
+	e.opts.Emit(x)
+}
+
+// assemblerContext carries a packet's capture time into reassembly. Each
+// packet needs its own: reassembly keeps the context of every segment it
+// queues out of order, and reports its time when the segment is delivered.
+type assemblerContext struct{ ts time.Time }
+
+func (a *assemblerContext) GetCaptureInfo() gopacket.CaptureInfo {
+	return gopacket.CaptureInfo{Timestamp: a.ts}
+}
+
+// Packet processes one captured frame of the given link type. data is not
+// retained after Packet returns.
+func (e *Engine) Packet(link LinkType, data []byte, ci gopacket.CaptureInfo) {
+	e.stats.packets.Add(1)
+	e.stats.bytes.Add(uint64(len(data)))
+	if ci.Length > ci.CaptureLength && ci.CaptureLength > 0 {
+		// Snap length shorter than the packet (GRO/TSO on a live capture,
+		// tcpdump -s on a file): reassembly sees a gap where bytes are missing.
+		e.stats.skip(skipTruncated)
+	}
+	flow, tcp, why := e.dec.decode(link, data)
+	if why != "" {
+		e.stats.skip(why)
+		return
+	}
+	if !e.ports[uint16(tcp.SrcPort)] && !e.ports[uint16(tcp.DstPort)] {
+		e.stats.skip(skipPort)
+		return
+	}
+	ts := ci.Timestamp
+	if ts.After(e.now) {
+		e.now = ts
+	}
+	e.tcp.AssembleWithContext(flow, tcp, &assemblerContext{ts: ts})
+	e.maybeFlush()
+}
+
+// maybeFlush gives up on missing segments older than GapTimeout and closes
+// idle connections, at most every quarter GapTimeout of packet time.
+func (e *Engine) maybeFlush() {
+	if e.now.Sub(e.lastFlush) < e.opts.GapTimeout/4 {
+		return
+	}
+	e.lastFlush = e.now
+	e.Flush(e.now)
+}
+
+// Flush gives up on segments missing for longer than GapTimeout before now
+// and closes connections idle for longer than IdleTimeout. Live capture
+// calls it periodically with the wall clock; imports are flushed by packet
+// time as they go.
+func (e *Engine) Flush(now time.Time) {
+	e.tcp.FlushWithOptions(reassembly.FlushOptions{T: now.Add(-e.opts.GapTimeout), TC: now.Add(-e.opts.IdleTimeout)})
+}
+
+// Close flushes everything still buffered and ends every connection; their
+// unfinished exchanges are recorded incomplete.
+func (e *Engine) Close() {
+	e.tcp.FlushAll()
+}
+
+// factory creates a stream per TCP connection.
+type factory struct{ e *Engine }
+
+func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassembly.AssemblerContext) reassembly.Stream {
+	e := f.e
+	if e.conns >= e.opts.MaxConnections {
+		e.stats.skip(skipConnLimit)
+		return nullStream{}
+	}
+	e.conns++
+	e.nextConn++
+	e.stats.connections.Add(1)
+	// The first packet's sender is reassembly's "client"; decide by port.
+	toServer := e.ports[uint16(tcp.DstPort)]
+	if toServer && e.ports[uint16(tcp.SrcPort)] {
+		toServer = !(tcp.SYN && tcp.ACK) // both ends on server ports: trust the handshake
+	}
+	client := net.JoinHostPort(netFlow.Src().String(), strconv.Itoa(int(tcp.SrcPort)))
+	c2s := reassembly.TCPDirClientToServer
+	if !toServer {
+		client = net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(tcp.DstPort)))
+		c2s = reassembly.TCPDirServerToClient
+	}
+	return &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client)}
+}
+
+// stream is the reassembly.Stream of one connection.
+type stream struct {
+	e    *Engine
+	c2s  reassembly.TCPFlowDirection // reassembly's direction of client-to-server bytes
+	http *httpConn
+	rst  bool
+	last [2]time.Time // latest data time per direction (0 request, 1 response)
+	done [2]bool      // the direction's parser has seen its end
+}
+
+func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, _ reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+	if tcp.RST {
+		s.rst = true
+	}
+	if !*start && nextSeq == -1 && !tcp.SYN {
+		// No handshake seen (the capture began mid-connection): start here;
+		// the HTTP parser skips to the next start line.
+		*start = true
+	}
+	return true
+}
+
+func (s *stream) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.AssemblerContext) {
+	dir, _, end, skip := sg.Info()
+	d := 0
+	p := s.http.req
+	if dir != s.c2s {
+		d, p = 1, s.http.resp
+	}
+	avail, _ := sg.Lengths()
+	if skip > 0 {
+		s.e.stats.gaps.Add(1)
+		s.e.stats.gapBytes.Add(uint64(skip))
+		ts := sg.CaptureInfo(0).Timestamp
+		if ts.Before(s.last[d]) {
+			ts = s.last[d]
+		}
+		p.gap(int64(skip), ts)
+	}
+	if avail > 0 && !s.done[d] {
+		// Fetch may alias reassembly's buffers: the parser copies what it keeps.
+		data := sg.Fetch(avail)
+		if sg.Stats().Chunks <= 1 {
+			s.feed(d, p, data, sg.CaptureInfo(0).Timestamp)
+		} else {
+			s.feedChunks(d, p, sg, data)
+		}
+	}
+	if end && !s.done[d] {
+		s.done[d] = true
+		if s.rst {
+			p.eof(false, ReasonReset)
+		} else {
+			p.eof(true, ReasonClosed)
+		}
+	}
+}
+
+// feed passes data to p with a time that never goes backwards: bytes become
+// available to the application when the segments before them have arrived.
+func (s *stream) feed(d int, p *halfParser, data []byte, ts time.Time) {
+	if ts.Before(s.last[d]) {
+		ts = s.last[d]
+	}
+	s.last[d] = ts
+	p.feed(data, ts)
+}
+
+// feedChunks splits data delivered from several segments (after reordering)
+// at the points where the capture time changes, so each piece carries the
+// time its segment was seen.
+func (s *stream) feedChunks(d int, p *halfParser, sg reassembly.ScatterGather, data []byte) {
+	off := 0
+	for off < len(data) {
+		ts := sg.CaptureInfo(off).Timestamp
+		// Binary search for the end of the run of bytes with this time.
+		lo, hi := off+1, len(data)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if sg.CaptureInfo(mid).Timestamp.Equal(ts) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		s.feed(d, p, data[off:lo], ts)
+		off = lo
+	}
+}
+
+func (s *stream) ReassemblyComplete(_ reassembly.AssemblerContext) bool {
+	for d, p := range []*halfParser{s.http.req, s.http.resp} {
+		if !s.done[d] {
+			s.done[d] = true
+			p.eof(false, ReasonUnfinished)
+		}
+	}
+	s.http.drain()
+	s.e.conns--
+	return true
+}
+
+// nullStream ignores a connection over the MaxConnections limit.
+type nullStream struct{}
+
+func (nullStream) Accept(*layers.TCP, gopacket.CaptureInfo, reassembly.TCPFlowDirection, reassembly.Sequence, *bool, reassembly.AssemblerContext) bool {
+	return false
+}
+func (nullStream) ReassembledSG(reassembly.ScatterGather, reassembly.AssemblerContext) {}
+func (nullStream) ReassemblyComplete(reassembly.AssemblerContext) bool                 { return true }

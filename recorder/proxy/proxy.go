@@ -1,0 +1,325 @@
+// Package proxy is reel's reverse-proxy sidecar: an http.Handler that
+// forwards every request to one upstream unchanged and records it.
+//
+// Bodies stream through: the request body is teed while the transport sends
+// it, and each piece of the response is recorded with its arrival time just
+// before it is written to the client. Event streams and responses of unknown
+// length are flushed to the client at every read, as httputil.ReverseProxy
+// does. The proxy adds no header, passes X-Forwarded-* through as received,
+// cancels the upstream request when the client goes away, answers 502 (504
+// on a timeout) when the upstream fails, and records both kinds of failure.
+// Recording is fail-open: the exchange is submitted to a recorder.Pipeline,
+// which drops and counts rather than wait.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reelkit/reel/recorder"
+)
+
+// Options configure a Proxy. Upstream is required.
+type Options struct {
+	Upstream *url.URL // where requests go: scheme, host and an optional base path
+	// Assembler builds the exchanges; Pipeline takes them. With either nil
+	// the proxy records nothing.
+	Assembler *recorder.Assembler
+	Pipeline  *recorder.Pipeline
+	// Transport reaches the upstream (default NewTransport(ResponseHeaderTimeout)).
+	Transport http.RoundTripper
+	// ResponseHeaderTimeout bounds the wait for the upstream's response
+	// headers when Transport is nil (default 0: no limit, as LLM queues can
+	// be long). A timeout answers 504.
+	ResponseHeaderTimeout time.Duration
+	// Metrics receives the proxied-request histogram and error counts
+	// (default: the Pipeline's, else unregistered metrics).
+	Metrics *recorder.Metrics
+	// ErrorLog receives the proxy's own errors (default: discarded; they
+	// are counted and recorded).
+	ErrorLog *log.Logger
+}
+
+// Proxy is the recording reverse proxy. Serve it with NewServer so that
+// connection ids and h2c work.
+type Proxy struct {
+	rp    *httputil.ReverseProxy
+	asm   *recorder.Assembler
+	pipe  *recorder.Pipeline
+	m     *recorder.Metrics
+	conns atomic.Int64
+}
+
+// NewTransport returns the tuned upstream transport: large idle pool (the
+// default keeps 2 idle connections per host), no transparent compression
+// (bytes and SSE timing pass through as sent), HTTP/1.1.
+func NewTransport(responseHeaderTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   4096,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// New returns a Proxy for opts.
+func New(opts Options) (*Proxy, error) {
+	if opts.Upstream == nil || opts.Upstream.Host == "" {
+		return nil, errors.New("new proxy: upstream URL with a host is required")
+	}
+	if opts.Upstream.Scheme != "http" && opts.Upstream.Scheme != "https" {
+		return nil, fmt.Errorf("new proxy: upstream scheme %q: want http or https", opts.Upstream.Scheme)
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport(opts.ResponseHeaderTimeout)
+	}
+	if opts.ErrorLog == nil {
+		opts.ErrorLog = log.New(io.Discard, "", 0)
+	}
+	p := &Proxy{asm: opts.Assembler, pipe: opts.Pipeline, m: opts.Metrics}
+	if p.asm == nil || p.pipe == nil {
+		p.asm, p.pipe = nil, nil
+	}
+	if p.m == nil && p.pipe != nil {
+		p.m = p.pipe.Metrics()
+	}
+	if p.m == nil {
+		p.m = recorder.NewMetrics(nil)
+	}
+	target := opts.Upstream
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the client's Host, as without the proxy
+			for _, h := range forwarded {
+				if v, ok := pr.In.Header[h]; ok {
+					pr.Out.Header[h] = v
+				}
+			}
+		},
+		Transport:      opts.Transport,
+		BufferPool:     bufferPool{},
+		ErrorLog:       opts.ErrorLog,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+	}
+	return p, nil
+}
+
+// forwarded are the headers ReverseProxy strips before Rewrite; the sidecar
+// restores them so the upstream sees what it would see without reel.
+var forwarded = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// NewServer returns an http.Server serving p on addr with HTTP/1.1 and
+// unencrypted HTTP/2 (h2c with prior knowledge) and per-connection ids.
+func NewServer(addr string, p *Proxy) *http.Server {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Addr:              addr,
+		Handler:           p,
+		ConnContext:       p.ConnContext,
+		Protocols:         &protos,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+}
+
+type connKey struct{}
+
+// connState numbers the exchanges of one client connection.
+type connState struct {
+	id   int64
+	next atomic.Int32
+}
+
+// ConnContext gives each accepted connection an id; install it as the
+// http.Server's ConnContext (NewServer does).
+func (p *Proxy) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &connState{id: p.conns.Add(1)})
+}
+
+type exchKey struct{}
+
+// exchange is the per-request recording state shared by the handler, the
+// body tees, ModifyResponse and ErrorHandler.
+type exchange struct {
+	rec      *recorder.Recording
+	ctx      context.Context // the client request's context
+	complete atomic.Bool     // the upstream body reached EOF
+}
+
+// ServeHTTP proxies one request and records it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var cid int64
+	var cseq int32
+	if cs, ok := r.Context().Value(connKey{}).(*connState); ok {
+		cid, cseq = cs.id, cs.next.Add(1)-1
+	}
+	var ex *exchange
+	if p.pipe != nil {
+		key := r.Header.Get(p.asm.Config().SessionHeader)
+		if key == "" {
+			key = strconv.FormatInt(cid, 10)
+		}
+		if p.pipe.Want(r.Method, r.Host, r.URL.Path, key) {
+			ex = &exchange{rec: p.asm.Begin(start, recorder.ConnInfo{ID: cid, Seq: cseq, Client: r.RemoteAddr})}
+			ex.rec.SetRequest(recorder.Request{
+				Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header,
+			})
+			ex.ctx = r.Context()
+			r = r.WithContext(context.WithValue(r.Context(), exchKey{}, ex))
+		}
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// The HTTP/1 server closes an unread request body once response
+		// headers are written; the transport may still be sending it (or
+		// checking it for bytes beyond Content-Length) and would then tear
+		// down the upstream connection mid-response (golang/go#40747).
+		http.NewResponseController(w).EnableFullDuplex()
+		t := &requestTee{ReadCloser: r.Body, left: r.ContentLength}
+		if ex != nil {
+			t.rec = ex.rec
+		}
+		r.Body = t
+	}
+	defer func() {
+		v := recover()
+		end := time.Now()
+		p.m.ProxySeconds.Observe(end.Sub(start).Seconds())
+		aborted := v == http.ErrAbortHandler || r.Context().Err() != nil
+		if aborted && !(ex != nil && ex.complete.Load()) {
+			p.m.ProxyErrors.WithLabelValues("client_abort").Inc()
+		}
+		if ex != nil {
+			if aborted {
+				ex.rec.Fail(recorder.ErrClientAborted) // an upstream error recorded first wins
+			}
+			if x := ex.rec.Finish(end, ex.complete.Load()); x != nil {
+				p.pipe.Submit(x)
+			}
+		}
+		if v != nil {
+			panic(v)
+		}
+	}()
+	p.rp.ServeHTTP(w, r)
+}
+
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	ex, _ := resp.Request.Context().Value(exchKey{}).(*exchange)
+	if ex == nil {
+		return nil
+	}
+	ex.rec.SetResponse(time.Now(), resp.StatusCode, resp.Header)
+	if resp.Body == nil || resp.Body == http.NoBody {
+		ex.complete.Store(true)
+		return nil
+	}
+	resp.Body = &responseTee{ReadCloser: resp.Body, ex: ex, m: p.m}
+	return nil
+}
+
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	ex, _ := r.Context().Value(exchKey{}).(*exchange)
+	if r.Context().Err() != nil {
+		// The client went away; the upstream request was cancelled with it.
+		if ex != nil {
+			ex.rec.Fail(recorder.ErrClientAborted)
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	p.m.ProxyErrors.WithLabelValues("upstream").Inc()
+	if ex != nil {
+		ex.rec.Fail(fmt.Errorf("upstream: %w", err))
+	}
+	status := http.StatusBadGateway
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		status = http.StatusGatewayTimeout
+	}
+	w.WriteHeader(status)
+}
+
+// requestTee records the request body as the transport reads it, and
+// reports EOF itself once Content-Length bytes have been read, so the
+// transport's check for excess bytes never touches a body the server has
+// already closed.
+type requestTee struct {
+	io.ReadCloser
+	rec  *recorder.Recording // nil when not recording
+	left int64               // bytes still expected; negative when unknown
+}
+
+func (t *requestTee) Read(p []byte) (int, error) {
+	if t.left == 0 {
+		return 0, io.EOF
+	}
+	if t.left > 0 && int64(len(p)) > t.left {
+		p = p[:t.left]
+	}
+	n, err := t.ReadCloser.Read(p)
+	if t.left > 0 {
+		t.left -= int64(n)
+		if t.left == 0 && err == nil {
+			err = io.EOF
+		}
+	}
+	if n > 0 && t.rec != nil {
+		t.rec.RequestBody(p[:n])
+	}
+	return n, err
+}
+
+// responseTee records the response body, with arrival times, as the
+// ReverseProxy reads it to forward it.
+type responseTee struct {
+	io.ReadCloser
+	ex *exchange
+	m  *recorder.Metrics
+}
+
+func (t *responseTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 {
+		t.ex.rec.ResponseBody(time.Now(), p[:n])
+	}
+	switch {
+	case err == io.EOF:
+		t.ex.complete.Store(true)
+	case err != nil:
+		if t.ex.ctx.Err() != nil {
+			t.ex.rec.Fail(recorder.ErrClientAborted)
+		} else {
+			t.m.ProxyErrors.WithLabelValues("upstream").Inc()
+			t.ex.rec.Fail(fmt.Errorf("upstream: read body: %w", err))
+		}
+	}
+	return n, err
+}
+
+// bufferPool recycles the ReverseProxy's copy buffers.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

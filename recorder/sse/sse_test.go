@@ -1,0 +1,183 @@
+package sse
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+type got struct {
+	name, data string
+	trunc      bool
+}
+
+func scanAll(t testing.TB, s *Scanner, chunks []string) []got {
+	var out []got
+	emit := func(ev *Event) { out = append(out, got{string(ev.Name), string(ev.Data), ev.Truncated}) }
+	at := time.Unix(0, 0)
+	for _, c := range chunks {
+		s.Feed([]byte(c), at, emit)
+	}
+	s.Flush(at, emit)
+	return out
+}
+
+func TestScanner(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream string
+		want   []got
+	}{
+		{"lf", "data: a\n\ndata: b\n\n", []got{{"", "a", false}, {"", "b", false}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []got{{"", "a", false}, {"", "b", false}}},
+		{"cr", "data: a\r\rdata: b\r\r", []got{{"", "a", false}, {"", "b", false}}},
+		{"multiline", "data: a\ndata: b\ndata\n\n", []got{{"", "a\nb\n", false}}},
+		{"comment only", ": keep-alive\n\n: ping\n\n", nil},
+		{"comment inside", "data: x\n: c\ndata: y\n\n", []got{{"", "x\ny", false}}},
+		{"event name", "event: delta\ndata: {}\n\n", []got{{"delta", "{}", false}}},
+		{"no space", "data:x\n\n", []got{{"", "x", false}}},
+		{"done", "data: [DONE]\n\n", []got{{"", "[DONE]", false}}},
+		{"unterminated", "data: tail", []got{{"", "tail", false}}},
+		{"id and retry ignored", "id: 7\nretry: 10\ndata: z\n\n", []got{{"", "z", false}}},
+		{"event without data", "event: x\n\ndata: y\n\n", []got{{"", "y", false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Whole, and split at every byte: same events.
+			whole := scanAll(t, NewScanner(Options{}), []string{tt.stream})
+			if fmt.Sprint(whole) != fmt.Sprint(tt.want) {
+				t.Fatalf("whole: got %+v, want %+v", whole, tt.want)
+			}
+			var bytes []string
+			for i := range len(tt.stream) {
+				bytes = append(bytes, tt.stream[i:i+1])
+			}
+			split := scanAll(t, NewScanner(Options{}), bytes)
+			if fmt.Sprint(split) != fmt.Sprint(tt.want) {
+				t.Fatalf("byte by byte: got %+v, want %+v", split, tt.want)
+			}
+		})
+	}
+}
+
+func TestScannerMaxEvent(t *testing.T) {
+	s := NewScanner(Options{MaxEvent: 8})
+	long := "data: " + strings.Repeat("x", 100) + "\n\ndata: ok\n\n"
+	out := scanAll(t, s, []string{long[:30], long[30:]})
+	if len(out) != 2 || len(out[0].data) != 8 || !out[0].trunc || out[1].data != "ok" || out[1].trunc {
+		t.Fatalf("got %+v", out)
+	}
+	if cap(s.line) > 64 || cap(s.data) > 64 {
+		t.Fatalf("scanner buffered %d/%d bytes for an 8-byte limit", cap(s.line), cap(s.data))
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want Chunk
+	}{
+		{"content", `{"choices":[{"index":0,"delta":{"content":"Hi"}}]}`, Chunk{Tokens: true}},
+		{"role only", `{"choices":[{"index":0,"delta":{"role":"assistant"}}]}`, Chunk{}},
+		{"role with empty content", `{"choices":[{"delta":{"role":"assistant","content":""}}]}`, Chunk{}},
+		{"null content", `{"choices":[{"delta":{"content":null}}]}`, Chunk{}},
+		{"finish only", `{"choices":[{"delta":{},"finish_reason":"stop"}]}`, Chunk{}},
+		{"completions text", `{"choices":[{"text":" the","index":0}]}`, Chunk{Tokens: true}},
+		{"tool call args", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a"}}]}}]}`, Chunk{Tokens: true}},
+		{"tool call name only", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":""}}]}}]}`, Chunk{}},
+		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"hmm"}}]}`, Chunk{Tokens: true}},
+		{"usage", `{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}`,
+			Chunk{HasUsage: true, Usage: Usage{PromptTokens: 12, CompletionTokens: 34}}},
+		{"null usage", `{"choices":[{"delta":{"content":"a"}}],"usage":null}`, Chunk{Tokens: true}},
+		{"anthropic delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, Chunk{Tokens: true}},
+		{"anthropic start", `{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+			Chunk{HasUsage: true, Usage: Usage{PromptTokens: 5, CompletionTokens: 1}}},
+		{"done", `[DONE]`, Chunk{Done: true}},
+		{"not json", `hello "content"`, Chunk{}},
+		{"broken json", `{"choices":[{"delta":{"content":"a`, Chunk{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify([]byte(tt.data)); got != tt.want {
+				t.Fatalf("Classify(%s) = %+v, want %+v", tt.data, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	events := []struct {
+		at   time.Duration
+		data string
+	}{
+		{1 * time.Millisecond, `{"choices":[{"delta":{"role":"assistant"}}]}`},
+		{5 * time.Millisecond, `{"choices":[{"delta":{"content":"a"}}]}`},
+		{8 * time.Millisecond, `{"choices":[{"delta":{"content":"b"}}]}`},
+		{20 * time.Millisecond, `{"choices":[{"delta":{"content":"c"}}]}`},
+		{21 * time.Millisecond, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7}}`},
+		{22 * time.Millisecond, `[DONE]`},
+	}
+	var tl Timeline
+	for _, e := range events {
+		tl.Observe(&Event{Time: t0.Add(e.at), Data: []byte(e.data)})
+	}
+	if tl.Events != 6 || tl.TokenEvents != 3 || !tl.Done {
+		t.Fatalf("events %d token events %d done %v", tl.Events, tl.TokenEvents, tl.Done)
+	}
+	if got := tl.FirstToken.Sub(t0); got != 5*time.Millisecond {
+		t.Fatalf("first token at %v, want 5ms", got)
+	}
+	if fmt.Sprint(tl.GapsUs) != "[3000 12000]" {
+		t.Fatalf("gaps %v", tl.GapsUs)
+	}
+	if tl.OutputTokens() != 7 || tl.Usage.PromptTokens != 3 {
+		t.Fatalf("output tokens %d usage %+v", tl.OutputTokens(), tl.Usage)
+	}
+	var noUsage Timeline
+	noUsage.Observe(&Event{Time: t0, Data: []byte(`{"choices":[{"delta":{"content":"a"}}]}`)})
+	if noUsage.OutputTokens() != 1 {
+		t.Fatalf("without usage: output tokens %d, want the token-event count 1", noUsage.OutputTokens())
+	}
+}
+
+// FuzzScanner checks that any stream, fed whole or in two pieces, yields the
+// same events, never panics and never exceeds the event bound.
+func FuzzScanner(f *testing.F) {
+	f.Add("data: a\r\n\r\ndata: b\n\n", 3)
+	f.Add("event: x\rdata: y\r\r: c\n", 1)
+	f.Add("data: [DONE]\n\n", 0)
+	f.Fuzz(func(t *testing.T, stream string, cut int) {
+		if cut < 0 || cut > len(stream) {
+			cut = len(stream) / 2
+		}
+		a := scanAll(t, NewScanner(Options{MaxEvent: 64}), []string{stream})
+		b := scanAll(t, NewScanner(Options{MaxEvent: 64}), []string{stream[:cut], stream[cut:]})
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("whole %+v != split %+v", a, b)
+		}
+		for _, ev := range a {
+			if len(ev.data) > 64 {
+				t.Fatalf("event of %d bytes over the 64-byte bound", len(ev.data))
+			}
+			Classify([]byte(ev.data))
+		}
+	})
+}
+
+func BenchmarkScanClassify(b *testing.B) {
+	var sb strings.Builder
+	for range 100 {
+		sb.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hello"}}]}` + "\n\n")
+	}
+	stream := []byte(sb.String())
+	s := NewScanner(Options{})
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var tl Timeline
+		s.Feed(stream, time.Time{}, func(ev *Event) { tl.Observe(ev) })
+	}
+}

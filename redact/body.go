@@ -1,0 +1,272 @@
+package redact
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// Body is a redacted body and what was learned from its raw text.
+type Body struct {
+	Data         []byte  // the redacted body; nil when dropped
+	PrefixHashes []int64 // keyed chain over the prompt text (requests only)
+	Topic        string  // topic label from the raw prompt (requests only)
+}
+
+// Error is a body that could not be redacted: it must be stored empty
+// (fail closed) with Reason in the exchange's redaction_error.
+type Error struct{ Reason string }
+
+func (e *Error) Error() string { return "cannot redact: " + e.Reason }
+
+// bodyKind is how a body is handled.
+type bodyKind uint8
+
+const (
+	kindJSON bodyKind = iota
+	kindSSE
+	kindForm
+	kindText
+	kindBinary
+	kindEmpty
+)
+
+// kindOf picks the handler from the content type, sniffing when absent.
+func kindOf(contentType string, body []byte) bodyKind {
+	if len(body) == 0 {
+		return kindEmpty
+	}
+	mt := ""
+	if contentType != "" {
+		if t, _, err := mime.ParseMediaType(contentType); err == nil {
+			mt = t
+		} else {
+			mt = strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
+		}
+	}
+	switch {
+	case mt == "text/event-stream":
+		return kindSSE
+	case mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "application/x-ndjson" || mt == "application/jsonl":
+		return kindJSON
+	case mt == "application/x-www-form-urlencoded":
+		return kindForm
+	case strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript":
+		return kindText
+	case mt != "" && mt != "application/octet-stream":
+		return kindBinary
+	}
+	// No or generic content type: sniff.
+	t := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
+		return kindJSON
+	case bytes.HasPrefix(t, []byte("data:")) || bytes.HasPrefix(t, []byte("event:")):
+		return kindSSE
+	case utf8.Valid(body[:min(len(body), 4096)]) || utf8.Valid(body):
+		return kindText
+	}
+	return kindBinary
+}
+
+// RedactRequestBody redacts a request body of the given content type.
+// contentEncoding is the Content-Encoding header; a compressed body cannot
+// be read and is refused with an *Error.
+func (r *Redactor) RedactRequestBody(contentType, contentEncoding string, body []byte) (Body, error) {
+	return r.redactBody(domainPrompt, contentType, contentEncoding, body)
+}
+
+// RedactResponseBody redacts a response body; SSE events are redacted one
+// by one with one chain across the stream.
+func (r *Redactor) RedactResponseBody(contentType, contentEncoding string, body []byte) (Body, error) {
+	return r.redactBody(domainResponse, contentType, contentEncoding, body)
+}
+
+func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, body []byte) (b Body, err error) {
+	if len(body) == 0 {
+		return Body{Data: body}, nil
+	}
+	if ce := strings.ToLower(strings.TrimSpace(contentEncoding)); ce != "" && ce != "identity" {
+		return Body{}, &Error{Reason: fmt.Sprintf("compressed body (content-encoding %s)", ce)}
+	}
+	j := r.getJob(domain)
+	defer r.putJob(j)
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = Body{}, &Error{Reason: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	return j.body(kindOf(contentType, body), body)
+}
+
+// body redacts one body with a fresh job.
+func (j *job) body(kind bodyKind, body []byte) (Body, error) {
+	r := j.r
+	var out []byte
+	switch kind {
+	case kindJSON:
+		out = j.redactJSON(nil, body)
+	case kindSSE:
+		out = j.redactSSE(body)
+	case kindForm:
+		out = j.redactForm(body)
+	case kindText:
+		switch r.policy.Text {
+		case TextDrop:
+			return Body{}, nil
+		case TextDetect:
+			s, _ := r.detect(string(body))
+			j.topicText = append(j.topicText, body...)
+			out = []byte(s)
+		default:
+			out = j.redactText(body)
+		}
+	case kindBinary:
+		if r.policy.Binary == BinaryDrop {
+			return Body{}, nil
+		}
+		out = make([]byte, len(body))
+	}
+	res := Body{Data: out}
+	if j.chain.domain == domainPrompt {
+		if len(j.hashes) > 0 {
+			res.PrefixHashes = append([]int64(nil), j.hashes...)
+		}
+		res.Topic = r.topic(j.topicText)
+	}
+	return res, nil
+}
+
+// redactText turns a whole text into chained synthetic text.
+func (j *job) redactText(text []byte) []byte {
+	if j.r.topics != nil && j.chain.domain == domainPrompt {
+		j.topicText = append(j.topicText, text...)
+	}
+	j.in = text
+	j.doc, j.synth, j.edits = append(j.doc[:0], text...), j.synth[:0], j.edits[:0]
+	j.edits = append(j.edits, edit{start: 0, end: len(text), kind: editTail, expl: j.note("", "text", "text body: chained synthetic text", "", text)})
+	j.segs = append(j.segs[:0], segment{a: 0, b: len(text), edit: 0})
+	j.runChain()
+	return j.write(nil)
+}
+
+// RedactText turns text into synthetic text (a request-side chain of its
+// own): same runes per script class, whitespace and punctuation kept.
+func (r *Redactor) RedactText(text []byte) []byte {
+	j := r.getJob(domainPrompt)
+	defer r.putJob(j)
+	return j.redactText(text)
+}
+
+// redactSSE redacts each event's data: JSON data as JSON, other data as
+// text, "[DONE]" kept; event names and ids pass the detectors, comments
+// become synthetic text. The chain runs across events.
+func (j *job) redactSSE(body []byte) []byte {
+	out := make([]byte, 0, len(body)+len(body)/8)
+	for len(body) > 0 {
+		line := body
+		next := len(body)
+		if k := bytes.IndexAny(body, "\r\n"); k >= 0 {
+			line = body[:k]
+			next = k + 1
+			if body[k] == '\r' && k+1 < len(body) && body[k+1] == '\n' {
+				next = k + 2
+			}
+		}
+		eol := body[len(line):next]
+		body = body[next:]
+		field, value, hasColon := bytes.Cut(line, []byte(":"))
+		switch {
+		case len(line) == 0:
+		case len(field) == 0: // comment
+			out = append(out, ':')
+			out = j.appendTextValue(out, value)
+			out = append(out, eol...)
+			continue
+		case string(field) == "data" && hasColon:
+			out = append(out, "data:"...)
+			v := value
+			if len(v) > 0 && v[0] == ' ' {
+				out = append(out, ' ')
+				v = v[1:]
+			}
+			t := bytes.TrimSpace(v)
+			switch {
+			case string(t) == "[DONE]" || len(t) == 0:
+				out = append(out, v...)
+			case t[0] == '{' || t[0] == '[':
+				out = j.redactJSON(out, v)
+			default:
+				out = j.appendTextValue(out, v)
+			}
+			out = append(out, eol...)
+			continue
+		case (string(field) == "event" || string(field) == "id" || string(field) == "retry") && hasColon:
+			s, _ := j.r.detect(string(value))
+			out = append(out, field...)
+			out = append(out, ':')
+			out = append(out, s...)
+			out = append(out, eol...)
+			continue
+		default:
+			out = j.appendTextValue(out, line)
+			out = append(out, eol...)
+			continue
+		}
+		out = append(out, line...)
+		out = append(out, eol...)
+	}
+	return out
+}
+
+// appendTextValue appends chained synthetic text for v.
+func (j *job) appendTextValue(out, v []byte) []byte {
+	j.in = v
+	j.doc, j.synth = append(j.doc[:0], v...), j.synth[:0]
+	j.edits = append(j.edits[:0], edit{start: 0, end: len(v), kind: editTail, expl: -1})
+	j.segs = append(j.segs[:0], segment{a: 0, b: len(v), edit: 0})
+	j.runChain()
+	return j.write(out)
+}
+
+// redactForm redacts application/x-www-form-urlencoded bodies field by
+// field: keys pass the detectors, values of kept keys too, other values
+// become chained synthetic text.
+func (j *job) redactForm(body []byte) []byte {
+	out := make([]byte, 0, len(body)+16)
+	for i, pair := range bytes.Split(body, []byte("&")) {
+		if i > 0 {
+			out = append(out, '&')
+		}
+		k, v, hasEq := bytes.Cut(pair, []byte("="))
+		key, err := url.QueryUnescape(string(k))
+		if err != nil {
+			key = string(k)
+		}
+		dk, _ := j.r.detect(key)
+		out = append(out, url.QueryEscape(dk)...)
+		if !hasEq {
+			continue
+		}
+		out = append(out, '=')
+		val, err := url.QueryUnescape(string(v))
+		if err != nil {
+			val = string(v)
+		}
+		var nv string
+		if _, keep := j.r.keep.find([]string{key}); keep {
+			nv, _ = j.r.detect(val)
+		} else {
+			if j.r.topics != nil {
+				j.topicText = append(j.topicText, val...)
+				j.topicText = append(j.topicText, '\n')
+			}
+			nv = string(j.appendTextValue(nil, []byte(val)))
+		}
+		out = append(out, url.QueryEscape(nv)...)
+	}
+	return out
+}

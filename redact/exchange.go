@@ -1,0 +1,176 @@
+package redact
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/reelkit/reel/formats"
+)
+
+// RedactExchange redacts everything the recorder filled raw, in place:
+// path, query, client, session, request and response headers and bodies.
+// It sets PrefixHashes and Topic from the raw request, and RedactErr when a
+// body could not be redacted; that body is then emptied (its size fields
+// are kept). It never panics.
+func (r *Redactor) RedactExchange(x *formats.Exchange) {
+	var errs []string
+	defer func() {
+		if p := recover(); p != nil { // fail closed: nothing raw may survive
+			x.ReqBody, x.RespBody = nil, nil
+			x.Path, x.Query, x.Client = "", "", ""
+			x.ReqHeaders, x.RespHeaders = nil, nil
+			errs = append(errs, fmt.Sprintf("internal error: %v", p))
+			x.RedactErr = strings.Join(errs, "; ")
+		}
+	}()
+	x.Path = r.RedactPath(x.Path)
+	x.Query = r.RedactQuery(x.Query)
+	x.Client, _ = r.detect(x.Client)
+	if x.Session != "" {
+		x.Session = r.pseudonym(x.Session)
+	}
+	reqCE := header(x.ReqHeaders, "content-encoding")
+	respCE := header(x.RespHeaders, "content-encoding")
+	reqCT := x.ReqContentType
+	if reqCT == "" {
+		reqCT = header(x.ReqHeaders, "content-type")
+	}
+	respCT := x.RespContentType
+	if respCT == "" {
+		respCT = header(x.RespHeaders, "content-type")
+	}
+	r.RedactHeaders(x.ReqHeaders)
+	r.RedactHeaders(x.RespHeaders)
+	if len(x.Context) > 0 {
+		for k, v := range x.Context {
+			x.Context[k], _ = r.detect(v)
+		}
+	}
+
+	if x.ReqBodyBytes == 0 {
+		x.ReqBodyBytes = int64(len(x.ReqBody))
+	}
+	if x.RespBodyBytes == 0 {
+		x.RespBodyBytes = int64(len(x.RespBody))
+	}
+	if b, err := r.RedactRequestBody(reqCT, reqCE, x.ReqBody); err != nil {
+		x.ReqBody = nil
+		errs = append(errs, "request body: "+reason(err))
+	} else {
+		x.ReqBody = b.Data
+		x.PrefixHashes = b.PrefixHashes
+		x.Topic = b.Topic
+	}
+	if b, err := r.RedactResponseBody(respCT, respCE, x.RespBody); err != nil {
+		x.RespBody = nil
+		errs = append(errs, "response body: "+reason(err))
+	} else {
+		x.RespBody = b.Data
+	}
+	x.RedactErr = strings.Join(errs, "; ")
+}
+
+func reason(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Reason
+	}
+	return err.Error()
+}
+
+// header looks a header up case-insensitively.
+func header(h map[string]string, name string) string {
+	if v, ok := h[name]; ok {
+		return v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// RedactHeaders redacts a header map in place: credential headers and
+// headers not on the allow-list keep their name and become
+// "<redacted len=N>"; kept values pass the detectors.
+func (r *Redactor) RedactHeaders(h map[string]string) {
+	for k, v := range h {
+		name := strings.ToLower(k)
+		if r.credHeaders[name] || !r.keepHeaders[name] {
+			h[k] = redactedMarker(v)
+			continue
+		}
+		h[k], _ = r.detect(v)
+	}
+}
+
+// RedactPath runs the detectors over each percent-decoded path segment.
+func (r *Redactor) RedactPath(p string) string {
+	if !needsScan(p) && !strings.Contains(p, "%") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			dec = s
+		}
+		if !needsScan(dec) {
+			continue
+		}
+		if nv, changed := r.detect(dec); changed {
+			segs[i] = url.PathEscape(nv)
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// RedactQuery redacts a raw query string pair by pair: keys and kept values
+// pass the detectors; with QueryValues "synthetic" other values become
+// synthetic text. Unchanged pairs keep their original encoding.
+func (r *Redactor) RedactQuery(q string) string {
+	if q == "" {
+		return q
+	}
+	synthetic := r.policy.QueryValues == QuerySynthetic
+	pairs := strings.Split(q, "&")
+	for i, pair := range pairs {
+		k, v, hasEq := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			key = k
+		}
+		nk, kChanged := r.detect(key)
+		if kChanged {
+			k = url.QueryEscape(nk)
+		}
+		if hasEq {
+			val, err := url.QueryUnescape(v)
+			if err != nil {
+				val = v
+			}
+			if synthetic && !r.queryKeep[key] {
+				v = url.QueryEscape(r.SynthesizeString(val))
+			} else if nv, changed := r.detect(val); changed {
+				v = url.QueryEscape(nv)
+			}
+			pairs[i] = k + "=" + v
+		} else {
+			pairs[i] = k
+		}
+	}
+	return strings.Join(pairs, "&")
+}
+
+// pseudonym maps a session key to a stable keyed name: sessions still
+// group, their values (API key hashes, user ids, addresses) do not survive.
+func (r *Redactor) pseudonym(s string) string {
+	g := r.seed(domainSession, s)
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(g.next())
+	}
+	return "s-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,625 @@
+package redact
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// maxJSONDepth bounds nesting; deeper input is redacted as text from there.
+const maxJSONDepth = 512
+
+type editKind uint8
+
+const (
+	editSynth editKind = iota // a string whose new content is synth[a:b]
+	editText                  // a string whose new content is text[a:b]
+	editRaw                   // a number replaced by text[a:b]
+	editTail                  // unparsable remainder replaced by synth[a:b], unquoted
+)
+
+// edit replaces in[start:end] in the output.
+type edit struct {
+	start, end int
+	kind       editKind
+	a, b       int
+	expl       int // index into job.expl, or -1
+}
+
+// segment is a run of prompt text in doc that the chain turns into
+// synthetic text for edits[edit].
+type segment struct {
+	a, b int
+	edit int
+}
+
+// job holds one redaction's scratch state; pooled per Redactor.
+type job struct {
+	r         *Redactor
+	in        []byte
+	pos       int
+	errPos    int
+	path      []string
+	doc       []byte // decoded prompt text of the current document
+	synth     []byte // synthetic text
+	text      []byte // detector replacements
+	scratch   []byte // decoded strings
+	edits     []edit
+	segs      []segment
+	chain     chain
+	hashes    []int64
+	allPrompt bool // responses: every non-kept string is chained
+	topicText []byte
+	explain   bool
+	expl      []Explanation
+}
+
+func (r *Redactor) getJob(domain byte) *job {
+	j := r.jobs.Get().(*job)
+	j.r = r
+	j.chain.reset(r.mac(), domain)
+	j.allPrompt = domain == domainResponse
+	j.hashes = j.hashes[:0]
+	j.topicText = j.topicText[:0]
+	j.explain = false
+	j.expl = j.expl[:0]
+	return j
+}
+
+func (r *Redactor) putJob(j *job) {
+	r.putMAC(j.chain.mac)
+	j.chain.mac = nil
+	j.in = nil
+	j.path = j.path[:0]
+	if cap(j.doc) > 1<<22 || cap(j.synth) > 1<<22 {
+		j.doc, j.synth, j.topicText = nil, nil, nil // do not pin huge buffers in the pool
+	}
+	j.r.jobs.Put(j)
+}
+
+// RedactJSON redacts a request body as JSON and returns the new body.
+// Input that is not JSON from some point on is redacted as text from that
+// point; valid JSON always yields valid JSON of the same shape.
+func (r *Redactor) RedactJSON(body []byte) []byte {
+	j := r.getJob(domainPrompt)
+	defer r.putJob(j)
+	return j.redactJSON(nil, body)
+}
+
+// redactJSON parses one document, chains its prompt text and appends the
+// redacted document to out.
+func (j *job) redactJSON(out, in []byte) []byte {
+	j.in, j.pos, j.errPos = in, 0, -1
+	j.doc, j.synth, j.text = j.doc[:0], j.synth[:0], j.text[:0]
+	j.edits, j.segs, j.path = j.edits[:0], j.segs[:0], j.path[:0]
+	for {
+		j.skipWS()
+		if j.pos >= len(in) || !j.value(0) {
+			break
+		}
+	}
+	if j.errPos >= 0 && j.errPos < len(in) {
+		a := len(j.doc)
+		j.doc = append(j.doc, in[j.errPos:]...)
+		j.edits = append(j.edits, edit{start: j.errPos, end: len(in), kind: editTail, expl: j.note("", "text", "not JSON from here: synthetic text", "", in[j.errPos:])})
+		j.segs = append(j.segs, segment{a: a, b: len(j.doc), edit: len(j.edits) - 1})
+	}
+	if j.r.topics != nil && !j.allPrompt {
+		j.topicText = append(j.topicText, j.doc...)
+		j.topicText = append(j.topicText, '\n')
+	}
+	j.runChain()
+	return j.write(out)
+}
+
+// runChain cuts every prompt segment into blocks, chains them and
+// synthesizes each block from its hash.
+func (j *job) runChain() {
+	for _, s := range j.segs {
+		text := j.doc[s.a:s.b]
+		start := len(j.synth)
+		for len(text) > 0 {
+			n := nextBlockEnd(text, j.r.blockBytes)
+			sum := j.chain.next(text[:n])
+			if j.chain.domain == domainPrompt {
+				j.hashes = append(j.hashes, blockHash(sum))
+			}
+			g := newRNG(sum)
+			j.synth = synthesize(j.synth, text[:n], &g)
+			text = text[n:]
+		}
+		e := &j.edits[s.edit]
+		e.a, e.b = start, len(j.synth)
+	}
+}
+
+// write assembles the output: input bytes between edits, edits in place.
+func (j *job) write(out []byte) []byte {
+	in := j.in
+	if out == nil {
+		out = make([]byte, 0, len(in)+len(in)/8+16)
+	}
+	prev := 0
+	for _, e := range j.edits {
+		out = append(out, in[prev:e.start]...)
+		switch e.kind {
+		case editSynth:
+			out = append(out, '"')
+			out = appendJSONEscaped(out, j.synth[e.a:e.b])
+			out = append(out, '"')
+		case editText:
+			out = append(out, '"')
+			out = appendJSONEscaped(out, j.text[e.a:e.b])
+			out = append(out, '"')
+		case editRaw:
+			out = append(out, j.text[e.a:e.b]...)
+		case editTail:
+			out = append(out, j.synth[e.a:e.b]...)
+		}
+		if e.expl >= 0 {
+			var after []byte
+			if e.kind == editSynth || e.kind == editTail {
+				after = j.synth[e.a:e.b]
+			} else {
+				after = j.text[e.a:e.b]
+			}
+			j.expl[e.expl].After = string(after)
+		}
+		prev = e.end
+	}
+	return append(out, in[prev:]...)
+}
+
+func (j *job) fail(pos int) bool {
+	if j.errPos < 0 {
+		j.errPos = pos
+	}
+	return false
+}
+
+func (j *job) skipWS() {
+	for j.pos < len(j.in) {
+		switch j.in[j.pos] {
+		case ' ', '\t', '\n', '\r':
+			j.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (j *job) value(depth int) bool {
+	j.skipWS()
+	if j.pos >= len(j.in) {
+		return j.fail(j.pos)
+	}
+	switch c := j.in[j.pos]; {
+	case c == '{':
+		return j.object(depth + 1)
+	case c == '[':
+		return j.array(depth + 1)
+	case c == '"':
+		return j.stringValue()
+	case c == 't':
+		return j.literal("true")
+	case c == 'f':
+		return j.literal("false")
+	case c == 'n':
+		return j.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return j.number()
+	}
+	return j.fail(j.pos)
+}
+
+func (j *job) object(depth int) bool {
+	if depth > maxJSONDepth {
+		return j.fail(j.pos)
+	}
+	j.pos++
+	j.skipWS()
+	if j.pos < len(j.in) && j.in[j.pos] == '}' {
+		j.pos++
+		return true
+	}
+	for {
+		j.skipWS()
+		if j.pos >= len(j.in) || j.in[j.pos] != '"' {
+			return j.fail(j.pos)
+		}
+		ks := j.pos
+		end, esc, ok := j.scanString(ks)
+		if !ok {
+			return j.fail(ks)
+		}
+		key, ok := j.decode(j.in[ks+1:end-1], esc)
+		if !ok {
+			return j.fail(ks)
+		}
+		if needsScan(key) {
+			if repl, changed := j.r.detect(string(key)); changed {
+				a := len(j.text)
+				j.text = append(j.text, repl...)
+				j.edits = append(j.edits, edit{start: ks, end: end, kind: editText, a: a, b: len(j.text), expl: j.note(" (key)", "detect", "PII in an object key", "", key)})
+			}
+		}
+		j.pos = end
+		j.skipWS()
+		if j.pos >= len(j.in) || j.in[j.pos] != ':' {
+			return j.fail(j.pos)
+		}
+		j.pos++
+		j.path = append(j.path, keyString(key, esc))
+		ok = j.value(depth)
+		j.path = j.path[:len(j.path)-1]
+		if !ok {
+			return false
+		}
+		j.skipWS()
+		if j.pos >= len(j.in) {
+			return j.fail(j.pos)
+		}
+		switch j.in[j.pos] {
+		case ',':
+			j.pos++
+		case '}':
+			j.pos++
+			return true
+		default:
+			return j.fail(j.pos)
+		}
+	}
+}
+
+func (j *job) array(depth int) bool {
+	if depth > maxJSONDepth {
+		return j.fail(j.pos)
+	}
+	j.pos++
+	j.skipWS()
+	if j.pos < len(j.in) && j.in[j.pos] == ']' {
+		j.pos++
+		return true
+	}
+	for {
+		if !j.value(depth) {
+			return false
+		}
+		j.skipWS()
+		if j.pos >= len(j.in) {
+			return j.fail(j.pos)
+		}
+		switch j.in[j.pos] {
+		case ',':
+			j.pos++
+		case ']':
+			j.pos++
+			return true
+		default:
+			return j.fail(j.pos)
+		}
+	}
+}
+
+func (j *job) literal(lit string) bool {
+	if !bytes.HasPrefix(j.in[j.pos:], []byte(lit)) {
+		return j.fail(j.pos)
+	}
+	j.pos += len(lit)
+	return true
+}
+
+func (j *job) number() bool {
+	in, s := j.in, j.pos
+	p := s
+	if p < len(in) && in[p] == '-' {
+		p++
+	}
+	ds := p
+	for p < len(in) && in[p] >= '0' && in[p] <= '9' {
+		p++
+	}
+	if p == ds {
+		return j.fail(s)
+	}
+	intEnd := p
+	if p < len(in) && in[p] == '.' {
+		p++
+		q := p
+		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
+			p++
+		}
+		if p == q {
+			return j.fail(s)
+		}
+	}
+	if p < len(in) && (in[p] == 'e' || in[p] == 'E') {
+		p++
+		if p < len(in) && (in[p] == '+' || in[p] == '-') {
+			p++
+		}
+		q := p
+		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
+			p++
+		}
+		if p == q {
+			return j.fail(s)
+		}
+	}
+	if p < len(in) && !isDelim(in[p]) {
+		return j.fail(s)
+	}
+	if p == intEnd && intEnd-ds >= 11 {
+		if repl, ok := j.r.detectDigits(string(in[ds:intEnd])); ok {
+			a := len(j.text)
+			j.text = append(j.text, in[s:ds]...)
+			j.text = append(j.text, repl...)
+			j.edits = append(j.edits, edit{start: s, end: p, kind: editRaw, a: a, b: len(j.text), expl: j.note("", "detect", "PII in a number", "", in[s:p])})
+		}
+	}
+	j.pos = p
+	return true
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// stringValue handles a string in value position: kept, chained into the
+// prompt, or synthesized from its own value.
+func (j *job) stringValue() bool {
+	s := j.pos
+	end, esc, ok := j.scanString(s)
+	if !ok {
+		return j.fail(s)
+	}
+	raw := j.in[s+1 : end-1]
+	j.pos = end
+	if rule, keep := j.r.keep.find(j.path); keep {
+		val, ok := j.decode(raw, esc)
+		if !ok {
+			j.pos = s
+			return j.fail(s)
+		}
+		if needsScan(val) {
+			if repl, changed := j.r.detect(string(val)); changed {
+				a := len(j.text)
+				j.text = append(j.text, repl...)
+				j.edits = append(j.edits, edit{start: s, end: end, kind: editText, a: a, b: len(j.text), expl: j.note("", "detect", "kept by rule %s; PII replaced", rule, val)})
+				return true
+			}
+		}
+		if j.explain {
+			j.note("", "keep", "kept by rule %s", rule, val)
+			j.expl[len(j.expl)-1].After = string(val)
+		}
+		return true
+	}
+	rule, prompt := "", j.allPrompt
+	if !prompt {
+		rule, prompt = j.r.prompt.find(j.path)
+	}
+	if prompt {
+		a := len(j.doc)
+		if esc {
+			var ok bool
+			if j.doc, ok = appendDecoded(j.doc, raw); !ok {
+				j.doc = j.doc[:a]
+				j.pos = s
+				return j.fail(s)
+			}
+		} else {
+			j.doc = append(j.doc, raw...)
+		}
+		why := "prompt text (rule %s): chained synthetic text"
+		if j.allPrompt {
+			why = "response text: chained synthetic text"
+		}
+		j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, expl: j.note("", "synthetic", why, rule, j.doc[a:])})
+		j.segs = append(j.segs, segment{a: a, b: len(j.doc), edit: len(j.edits) - 1})
+		return true
+	}
+	val, ok := j.decode(raw, esc)
+	if !ok {
+		j.pos = s
+		return j.fail(s)
+	}
+	if j.r.topics != nil {
+		j.topicText = append(j.topicText, val...)
+		j.topicText = append(j.topicText, '\n')
+	}
+	g := j.r.seed(domainField, unsafeString(val))
+	a := len(j.synth)
+	j.synth = synthesize(j.synth, val, &g)
+	j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, a: a, b: len(j.synth), expl: j.note("", "synthetic", "not allow-listed: synthetic text keyed by the field's value", "", val)})
+	return true
+}
+
+// note records an explanation when explaining; it returns its index or -1.
+// why may hold one %s, filled with rule.
+func (j *job) note(suffix, action, why, rule string, before []byte) int {
+	if !j.explain {
+		return -1
+	}
+	if strings.Contains(why, "%s") {
+		why = strings.Replace(why, "%s", rule, 1)
+	}
+	j.expl = append(j.expl, Explanation{Field: j.pathString() + suffix, Action: action, Why: why, Before: string(before)})
+	return len(j.expl) - 1
+}
+
+func (j *job) pathString() string {
+	if len(j.path) == 0 {
+		return "$"
+	}
+	return strings.Join(j.path, ".")
+}
+
+// scanString finds the end (one past the closing quote) of the string at
+// in[s], and whether it has escapes.
+func (j *job) scanString(s int) (end int, esc, ok bool) {
+	in := j.in
+	p := s + 1
+	for {
+		k := bytes.IndexByte(in[p:], '"')
+		if k < 0 {
+			return 0, false, false
+		}
+		q := p + k
+		if bytes.IndexByte(in[p:q], '\\') < 0 {
+			return q + 1, esc, true
+		}
+		// Walk the escapes up to and including this quote.
+		esc = true
+		i := p
+		for i < q {
+			if in[i] == '\\' {
+				i += 2
+				continue
+			}
+			i++
+		}
+		if i == q { // the quote is not escaped
+			return q + 1, true, true
+		}
+		p = q + 1 // escaped quote: keep looking
+	}
+}
+
+// decode returns the string's content, unescaped when esc.
+func (j *job) decode(raw []byte, esc bool) ([]byte, bool) {
+	if !esc {
+		return raw, true
+	}
+	var ok bool
+	j.scratch, ok = appendDecoded(j.scratch[:0], raw)
+	return j.scratch, ok
+}
+
+// keyString turns a key into a path element; escaped keys are copied since
+// the scratch buffer is reused.
+func keyString(key []byte, esc bool) string {
+	if esc {
+		return string(key)
+	}
+	return unsafeString(key)
+}
+
+// unsafeString views b as a string without copying; b must not change while
+// the string is in use (the input body is never modified).
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// appendDecoded appends the unescaped JSON string content raw to dst.
+func appendDecoded(dst, raw []byte) ([]byte, bool) {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			k := bytes.IndexByte(raw[i:], '\\')
+			if k < 0 {
+				return append(dst, raw[i:]...), true
+			}
+			dst = append(dst, raw[i:i+k]...)
+			i += k
+			continue
+		}
+		if i+1 >= len(raw) {
+			return dst, false
+		}
+		switch raw[i+1] {
+		case '"', '\\', '/':
+			dst = append(dst, raw[i+1])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(raw[i+2:])
+			if !ok {
+				return dst, false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2, ok := hex4(raw[i+2:])
+					if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+						dst = utf8.AppendRune(dst, d)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default:
+			return dst, false
+		}
+		i += 2
+	}
+	return dst, true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// appendJSONEscaped appends s as JSON string content.
+func appendJSONEscaped(dst, s []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	return append(dst, s[start:]...)
+}

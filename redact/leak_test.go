@@ -1,0 +1,229 @@
+package redact_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
+	"github.com/reelkit/reel/redact/redacttest"
+)
+
+// seededExchange puts v everywhere a recorder stores raw data: prompt
+// text, allow-listed fields, a tool schema (kept verbatim), object keys,
+// a JSON number when v is all digits, tool-call arguments, the path, the
+// query, allow-listed and credential headers, the client, the session,
+// context headers, an SSE response (content, id, event name) and a form
+// or text body.
+func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
+	q, _ := json.Marshal(v)
+	sv := string(q)
+	// Bare digits are seeded as JSON numbers for the types the number
+	// detector covers (an unseparated 9-digit SSN is indistinguishable from
+	// any other integer and is not claimed).
+	number := "0"
+	if digits := strings.NewReplacer(" ", "", "-", "").Replace(v); len(digits) >= 11 && digits[0] != '0' && strings.Trim(digits, "0123456789") == "" {
+		number = digits
+	}
+	req := `{"model":"gpt-4o","stop":[` + sv + `],"user":` + sv + `,"metadata":{` + sv + `:{"nested":[[` + sv + `]],"n":` + number + `}},` +
+		`"messages":[{"role":"system","content":"Contact: ` + strings.Trim(sv, `"`) + ` today"},{"role":"user","content":[{"type":"text","text":` + sv + `}]},` +
+		`{"role":"assistant","tool_calls":[{"id":` + sv + `,"type":"function","function":{"name":"lookup","arguments":"{\"who\":` + strings.ReplaceAll(sv, `"`, `\"`) + `}"}}]}],` +
+		`"tools":[{"type":"function","function":{"name":"lookup","description":` + sv + `,"parameters":{"type":"object","properties":{"who":{"type":"string","description":"e.g. ` + strings.Trim(sv, `"`) + `","default":` + sv + `}}}}}]}`
+	resp := "event: " + v + "\nid: " + v + "\n" +
+		`data: {"id":` + sv + `,"object":"chat.completion.chunk","model":"gpt-4o","choices":[{"delta":{"content":` + sv + `}}]}` + "\n\n" +
+		"data: " + v + "\n\ndata: [DONE]\n\n"
+	x := &formats.Exchange{
+		Ts: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), TsUnixNs: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano(),
+		Recorder: "leaktest", Seq: seq, Session: v, Client: v + ":5123",
+		Method: "POST", Host: "gateway.internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
+		Query:          "q=" + url.QueryEscape(v) + "&api-version=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=1",
+		ReqContentType: "application/json",
+		ReqHeaders: map[string]string{
+			"Content-Type": "application/json", "User-Agent": "client/1.0 (" + v + ")", "X-Request-Id": v,
+			"Authorization": "Bearer " + v, "Cookie": "sid=" + v, "X-Api-Key": v, "X-End-User": v,
+		},
+		ReqBody:         []byte(req),
+		Status:          200,
+		RespContentType: "text/event-stream",
+		RespHeaders:     map[string]string{"Content-Type": "text/event-stream", "Set-Cookie": "s=" + v, "X-Request-Id": v},
+		RespBody:        []byte(resp),
+		Context:         map[string]string{"x-tenant": v},
+		BatchSize:       -1, QueueDepth: -1,
+	}
+	switch bodyKind {
+	case "form":
+		x.ReqContentType = "application/x-www-form-urlencoded"
+		x.ReqBody = []byte("model=gpt-4o&prompt=" + url.QueryEscape(v) + "&stop=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=x")
+	case "text":
+		x.ReqContentType = "text/plain"
+		x.ReqBody = []byte("Hello, my details: " + v + "\nthanks")
+	}
+	return x
+}
+
+// exchangeBytes is every stored field of x, raw.
+func exchangeBytes(x *formats.Exchange) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n", x.Session, x.Client, x.Path, x.Query, x.Topic, x.RedactErr, x.Error)
+	for _, m := range []map[string]string{x.ReqHeaders, x.RespHeaders, x.Context} {
+		for k, v := range m {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	b.Write(x.ReqBody)
+	b.WriteByte('\n')
+	b.Write(x.RespBody)
+	return b.Bytes()
+}
+
+// TestNoLeak seeds every detector's entity type, in several formats, into
+// every part of an exchange, redacts it, writes it with the dataset writer
+// and searches the written files (zstd pages decompressed) for any original.
+func TestNoLeak(t *testing.T) {
+	policies := map[string]*redact.Policy{"default": redact.DefaultPolicy()}
+	detectText := redact.DefaultPolicy()
+	detectText.Text = redact.TextDetect
+	policies["text-detect"] = detectText
+
+	for name, p := range policies {
+		t.Run(name, func(t *testing.T) {
+			r, err := redact.New(p, []byte("leak-test-key-0123456789"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			ctx := context.Background()
+			w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{Dir: dir, Recorder: "leaktest", RedactionFingerprint: r.Fingerprint()})
+			if err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+			var seq int64
+			for _, e := range redacttest.Corpus() {
+				for _, kind := range []string{"json", "form", "text"} {
+					seq++
+					x := seededExchange(e.Value, seq, kind)
+					if redacttest.Find(exchangeBytes(x), "seeded") == nil {
+						t.Fatalf("%s %q: seeding did not place the value", e.Type, e.Value)
+					}
+					r.RedactExchange(x)
+					if x.RedactErr != "" {
+						t.Errorf("%s %q (%s): redaction error %q", e.Type, e.Value, kind, x.RedactErr)
+					}
+					if kind == "json" && !json.Valid(x.ReqBody) {
+						t.Errorf("%s %q: request body no longer JSON: %s", e.Type, e.Value, x.ReqBody)
+					}
+					for _, l := range redacttest.Find(exchangeBytes(x), "exchange") {
+						t.Errorf("%s %q (%s body) leaked as %q:\n%s", l.Type, l.Value, kind, l.Needle, exchangeBytes(x))
+					}
+					if err := w.Write(x); err != nil {
+						t.Fatalf("write: %v", err)
+					}
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if os.Getenv("REEL_KEEP_LEAKDIR") != "" {
+				os.CopyFS(os.Getenv("REEL_KEEP_LEAKDIR")+"/"+name, os.DirFS(dir))
+			}
+			leaks, scanned := redacttest.ScanDir(t, dir)
+			for _, l := range leaks {
+				t.Errorf("written file leaks %s %q as %q in %s", l.Type, l.Value, l.Needle, l.Where)
+			}
+			if scanned < int64(len(redacttest.Corpus()))*1000 {
+				t.Errorf("scanned only %d bytes: did the writer write?", scanned)
+			}
+			t.Logf("%d exchanges, %d bytes searched (files and decompressed pages)", seq, scanned)
+		})
+	}
+}
+
+// TestScannerFindsRawValues proves the scan can fail: the same seeded
+// exchanges written without redaction are caught.
+func TestScannerFindsRawValues(t *testing.T) {
+	dir := t.TempDir()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "raw", RedactionFingerprint: "raw"})
+	if err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	corpus := redacttest.Corpus()
+	for i, e := range corpus {
+		if err := w.Write(seededExchange(e.Value, int64(i+1), "json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leaks, _ := redacttest.ScanDir(t, dir)
+	found := map[string]bool{}
+	for _, l := range leaks {
+		found[l.Value] = true
+	}
+	for _, e := range corpus {
+		if !found[e.Value] {
+			t.Errorf("scanner missed raw %s %q", e.Type, e.Value)
+		}
+	}
+}
+
+func TestFailClosed(t *testing.T) {
+	r, err := redact.New(nil, []byte("leak-test-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &formats.Exchange{
+		ReqContentType: "application/json",
+		ReqHeaders:     map[string]string{"Content-Encoding": "gzip"},
+		ReqBody:        []byte{0x1f, 0x8b, 8, 0, 1, 2, 3},
+		RespBody:       []byte(`{"choices":[{"message":{"content":"fine"}}]}`),
+		RespBodyBytes:  44,
+	}
+	r.RedactExchange(x)
+	if x.ReqBody != nil || x.ReqBodyBytes != 7 || !strings.Contains(x.RedactErr, "request body: compressed body (content-encoding gzip)") {
+		t.Errorf("request: body %q, size %d, error %q", x.ReqBody, x.ReqBodyBytes, x.RedactErr)
+	}
+	if len(x.RespBody) == 0 || bytes.Contains(x.RespBody, []byte("fine")) || x.RespBodyBytes != 44 {
+		t.Errorf("response: %q size %d", x.RespBody, x.RespBodyBytes)
+	}
+	if x.ReqHeaders["Content-Encoding"] != "gzip" {
+		t.Errorf("content-encoding header: %q", x.ReqHeaders["Content-Encoding"])
+	}
+}
+
+func TestHeadersPathQuery(t *testing.T) {
+	r, err := redact.New(nil, []byte("leak-test-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]string{"Authorization": "Bearer sk-abc", "Content-Type": "application/json", "X-Custom": "hello", "cookie": "a=b"}
+	r.RedactHeaders(h)
+	want := map[string]string{"Authorization": "<redacted len=13>", "Content-Type": "application/json", "X-Custom": "<redacted len=5>", "cookie": "<redacted len=3>"}
+	for k, v := range want {
+		if h[k] != v {
+			t.Errorf("%s = %q, want %q", k, h[k], v)
+		}
+	}
+	if got := r.RedactPath("/v1/chat/completions"); got != "/v1/chat/completions" {
+		t.Errorf("plain path changed: %q", got)
+	}
+	if got := r.RedactPath("/users/bob%40example.com/items"); strings.Contains(got, "bob") || !strings.HasPrefix(got, "/users/") || !strings.HasSuffix(got, "/items") {
+		t.Errorf("path: %q", got)
+	}
+	if got := r.RedactQuery("api-version=2024-02-01&stream=true"); got != "api-version=2024-02-01&stream=true" {
+		t.Errorf("plain query changed: %q", got)
+	}
+	p := redact.DefaultPolicy()
+	p.QueryValues = redact.QuerySynthetic
+	rs, _ := redact.New(p, []byte("leak-test-key-0123456789"))
+	if got := rs.RedactQuery("api-version=2024-02-01&q=secret+words"); !strings.HasPrefix(got, "api-version=2024-02-01&q=") || strings.Contains(got, "secret") {
+		t.Errorf("synthetic query: %q", got)
+	}
+}

@@ -1,0 +1,204 @@
+package redact
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// MinKeyBytes is the shortest dataset key New accepts.
+const MinKeyBytes = 16
+
+// ErrNoKey is returned by New when no key is given. Callers without a
+// configured key use NewRandomKey and print RandomKeyWarning.
+var ErrNoKey = errors.New("no redaction key")
+
+// RandomKeyWarning is what a command prints when it falls back to
+// NewRandomKey because no key was configured.
+const RandomKeyWarning = "warning: no redaction key (REEL_REDACT_KEY or --redact-key-file): " +
+	"using a random per-process key; PII tokens and prefix_hashes will not match across recorders or runs"
+
+// NewRandomKey returns a fresh random 32-byte key.
+func NewRandomKey() ([]byte, error) {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("random key: %w", err)
+	}
+	return k, nil
+}
+
+// ParseKey turns the text of REEL_REDACT_KEY or a key file into key bytes:
+// surrounding whitespace is trimmed; 64 hex digits or standard base64 of at
+// least MinKeyBytes decode; anything else of at least MinKeyBytes is used as
+// is.
+func ParseKey(text []byte) ([]byte, error) {
+	s := strings.TrimSpace(string(text))
+	if s == "" {
+		return nil, ErrNoKey
+	}
+	if len(s) == 64 {
+		if k, err := hex.DecodeString(s); err == nil {
+			return k, nil
+		}
+	}
+	if k, err := base64.StdEncoding.DecodeString(s); err == nil && len(k) >= MinKeyBytes {
+		return k, nil
+	}
+	if len(s) < MinKeyBytes {
+		return nil, fmt.Errorf("redaction key is %d bytes, want at least %d", len(s), MinKeyBytes)
+	}
+	return []byte(s), nil
+}
+
+// Redactor applies a Policy with a dataset key. It is safe for concurrent
+// use; all state is immutable after New except pools.
+type Redactor struct {
+	policy      Policy
+	key         []byte
+	keyID       string
+	fingerprint string
+
+	keep, prompt ruleSet
+	keepHeaders  map[string]bool
+	credHeaders  map[string]bool
+	queryKeep    map[string]bool
+	topics       *topicIndex // nil without topic rules
+	blockBytes   int
+
+	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
+	jobs sync.Pool // *job
+}
+
+// New binds a policy to a dataset key (at least MinKeyBytes). A nil policy
+// means DefaultPolicy.
+func New(p *Policy, key []byte) (*Redactor, error) {
+	if len(key) == 0 {
+		return nil, ErrNoKey
+	}
+	if len(key) < MinKeyBytes {
+		return nil, fmt.Errorf("redaction key is %d bytes, want at least %d", len(key), MinKeyBytes)
+	}
+	if p == nil {
+		p = DefaultPolicy()
+	}
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	r := &Redactor{
+		policy:      clonePolicy(p),
+		key:         slices.Clone(key),
+		keep:        compileRules(p.Keep),
+		prompt:      compileRules(p.Prompt),
+		keepHeaders: set(p.KeepHeaders, true),
+		credHeaders: set(p.CredentialHeaders, true),
+		queryKeep:   set(p.QueryKeep, false),
+		topics:      compileTopics(p.Topics),
+		blockBytes:  p.BlockBytes,
+	}
+	if r.blockBytes <= 0 {
+		r.blockBytes = DefaultBlockBytes
+	}
+	r.macs.New = func() any { return hmac.New(sha256.New, r.key) }
+	r.jobs.New = func() any { return new(job) }
+	mac := r.mac()
+	mac.Write([]byte{domainKeyID})
+	r.keyID = hex.EncodeToString(mac.Sum(nil)[:6])
+	r.putMAC(mac)
+	r.fingerprint = "redact/1 policy=" + r.policy.fingerprint() + " key=" + r.keyID
+	return r, nil
+}
+
+// Fingerprint identifies the policy and key (by a keyed digest, never the
+// key itself); writers store it in every file's metadata. Two datasets with
+// the same fingerprint have matching tokens and prefix hashes.
+func (r *Redactor) Fingerprint() string { return r.fingerprint }
+
+// KeyID is a short keyed digest naming the key without revealing it.
+func (r *Redactor) KeyID() string { return r.keyID }
+
+// Policy returns a copy of the policy in force.
+func (r *Redactor) Policy() *Policy {
+	p := clonePolicy(&r.policy)
+	return &p
+}
+
+func (r *Redactor) mac() hash.Hash {
+	m := r.macs.Get().(hash.Hash)
+	m.Reset()
+	return m
+}
+
+func (r *Redactor) putMAC(m hash.Hash) { r.macs.Put(m) }
+
+// seed returns a generator keyed by (domain, parts...): deterministic per
+// value, unrelated across keys.
+func (r *Redactor) seed(domain byte, parts ...string) rng {
+	m := r.mac()
+	m.Write([]byte{domain})
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	var sum [32]byte
+	m.Sum(sum[:0])
+	r.putMAC(m)
+	return newRNG(sum[:])
+}
+
+// SynthesizeString returns synthetic text for s keyed by its own value:
+// same rune count and script classes, deterministic per key.
+func (r *Redactor) SynthesizeString(s string) string {
+	g := r.seed(domainField, s)
+	return string(synthesize(make([]byte, 0, len(s)), []byte(s), &g))
+}
+
+func clonePolicy(p *Policy) Policy {
+	c := *p
+	c.Keep = slices.Clone(p.Keep)
+	c.Prompt = slices.Clone(p.Prompt)
+	c.KeepHeaders = slices.Clone(p.KeepHeaders)
+	c.CredentialHeaders = slices.Clone(p.CredentialHeaders)
+	c.QueryKeep = slices.Clone(p.QueryKeep)
+	c.Topics = slices.Clone(p.Topics)
+	if c.Text == "" {
+		c.Text = TextSynthetic
+	}
+	if c.Binary == "" {
+		c.Binary = BinaryFiller
+	}
+	if c.QueryValues == "" {
+		c.QueryValues = QueryDetect
+	}
+	if c.BlockBytes == 0 {
+		c.BlockBytes = DefaultBlockBytes
+	}
+	return c
+}
+
+func set(list []string, fold bool) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		if fold {
+			s = strings.ToLower(s)
+		}
+		m[s] = true
+	}
+	return m
+}
+
+// redactedMarker is what replaces a dropped header value or field.
+func redactedMarker(v string) string {
+	return fmt.Sprintf("<redacted len=%d>", len(v))
+}
+
+// runeCount is utf8.RuneCountInString, named for tests' readability.
+func runeCount(s string) int { return utf8.RuneCountInString(s) }

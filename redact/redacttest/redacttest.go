@@ -1,0 +1,214 @@
+// Package redacttest holds a PII leak corpus and scanners for tests that
+// must prove no original value survives redaction: seed Corpus values into
+// traffic, run it through the code under test, and scan what it wrote with
+// Find, AssertNoLeak or ScanDir (which also decompresses zstd frames and
+// gzip files, so Parquet pages and compressed spools are searched too).
+package redacttest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Entity is one seeded value and the byte strings whose presence in output
+// means it leaked.
+type Entity struct {
+	Type    string   // detector entity type (redact.Entity* names)
+	Value   string   // the value as seeded
+	Needles []string // Value plus normalized forms (digits only, no spaces, long segments)
+}
+
+// values lists every detector's entity type in several formats. Every
+// checksum-bearing value is valid (Luhn, mod 97, CN ID check digit).
+var values = map[string][]string{
+	"email": {
+		"john.smith@example.com", "Li.Wei+test@mail.company.cn", "alice_99@sub.example.org", "MARY.JONES@EXAMPLE.CO.UK",
+	},
+	"phone": {
+		"+14155552671", "+1 415 555 2671", "+44 20 7946 0958", "+49-30-9018-2077", "+8613911112222",
+	},
+	"cn_mobile": {
+		"13800138000", "139 1234 5678", "186-0000-1111", "15912345678",
+	},
+	"credit_card": {
+		"4111111111111111", "4111 1111 1111 1111", "5500-0000-0000-0004", "378282246310005", "6011000990139424", "4012 8888 8888 1881",
+	},
+	"iban": {
+		"DE89370400440532013000", "DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "GB82 WEST 1234 5698 7654 32", "FR1420041010050500013M02606", "NL91ABNA0417164300",
+	},
+	"ipv4": {
+		"192.168.1.20", "8.8.4.4", "203.0.113.77",
+	},
+	"ipv6": {
+		"2001:db8:85a3::8a2e:370:7334", "fe80::1ff:fe23:4567:890a", "2001:0db8:0000:0000:0000:ff00:0042:8329",
+	},
+	"us_ssn": {
+		"536-22-8147", "078-05-1120", "219 09 9999",
+	},
+	"cn_resident_id": {
+		"11010519491231002X", "440301198503072614", "310104199012153480", "510107200002291232",
+	},
+	"jwt": {
+		"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+	},
+	"openai_key": {
+		"sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUvWxYz", "sk-abcdefghijklmnopqrstuvwxyz012345",
+	},
+	"anthropic_key": {
+		"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
+	},
+	"aws_access_key": {
+		"AKIAIOSFODNN7EXAMPLE", "ASIAJEXAMPLEXEG2JICE",
+	},
+	"aws_secret_key": {
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	},
+	"gcp_api_key": {
+		"AIzaSyB-x9Zq2Lm4Np6Rt8Vw0Yb3Df5Hj7Kl9MnQ", "AIzaSyDr0-HK3mT_Ua6pP1wqfOVb7cLxN2ie9sY",
+	},
+	"gcp_oauth_token": {
+		"ya29.a0AfH6SMBx1234567890abcdefghij",
+	},
+	"bearer_token": {
+		"Bearer abcdef123456.ghijklmnop", "bearer ZXhhbXBsZXRva2VuMTIz",
+	},
+}
+
+// Corpus returns every seeded entity, in a stable order.
+func Corpus() []Entity {
+	types := []string{"email", "phone", "cn_mobile", "credit_card", "iban", "ipv4", "ipv6", "us_ssn",
+		"cn_resident_id", "jwt", "openai_key", "anthropic_key", "aws_access_key", "aws_secret_key",
+		"gcp_api_key", "gcp_oauth_token", "bearer_token"}
+	var out []Entity
+	for _, t := range types {
+		for _, v := range values[t] {
+			out = append(out, Entity{Type: t, Value: v, Needles: needles(t, v)})
+		}
+	}
+	return out
+}
+
+// Values returns the seeded values of one entity type.
+func Values(typ string) []string { return append([]string(nil), values[typ]...) }
+
+// needles derives the strings to search for: the value, its compact form
+// (no spaces or dashes) for numbers, the secret part of key=value shapes,
+// and each long segment of tokens.
+func needles(typ, v string) []string {
+	n := []string{v}
+	switch typ {
+	case "phone", "cn_mobile", "credit_card", "iban", "us_ssn":
+		c := strings.NewReplacer(" ", "", "-", "").Replace(v)
+		if c != v {
+			n = append(n, c)
+		}
+	case "aws_secret_key":
+		n = append(n, v[strings.LastIndexByte(v, ' ')+1:])
+	case "jwt":
+		for _, seg := range strings.Split(v, ".") {
+			if len(seg) >= 16 {
+				n = append(n, seg)
+			}
+		}
+	case "bearer_token":
+		n = append(n, v[strings.IndexByte(v, ' ')+1:])
+	}
+	return n
+}
+
+// Leak is an original value found in output.
+type Leak struct {
+	Type, Value, Needle, Where string
+}
+
+// Find reports every corpus needle present in data; where names data.
+func Find(data []byte, where string) []Leak {
+	var leaks []Leak
+	for _, e := range Corpus() {
+		for _, nd := range e.Needles {
+			if bytes.Contains(data, []byte(nd)) {
+				leaks = append(leaks, Leak{Type: e.Type, Value: e.Value, Needle: nd, Where: where})
+				break
+			}
+		}
+	}
+	return leaks
+}
+
+// AssertNoLeak fails tb for every corpus value found in data.
+func AssertNoLeak(tb testing.TB, where string, data []byte) {
+	tb.Helper()
+	for _, l := range Find(data, where) {
+		tb.Errorf("leak in %s: %s %q (found %q)", l.Where, l.Type, l.Value, l.Needle)
+	}
+}
+
+// ScanDir scans every regular file under dir: its raw bytes, every zstd
+// frame inside it decompressed (Parquet pages, spools), and gzip files
+// decompressed. It returns the leaks and how many bytes it searched.
+func ScanDir(tb testing.TB, dir string) (leaks []Leak, scanned int64) {
+	tb.Helper()
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(1<<30))
+	if err != nil {
+		tb.Fatalf("zstd decoder: %v", err)
+	}
+	defer dec.Close()
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		leaks = append(leaks, Find(data, path)...)
+		scanned += int64(len(data))
+		for _, frame := range zstdFrames(dec, data) {
+			leaks = append(leaks, Find(frame, path+" (zstd frame)")...)
+			scanned += int64(len(frame))
+		}
+		if len(data) > 2 && data[0] == 0x1f && data[1] == 0x8b {
+			if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
+				if plain, err := io.ReadAll(io.LimitReader(zr, 1<<30)); err == nil || len(plain) > 0 {
+					leaks = append(leaks, Find(plain, path+" (gzip)")...)
+					scanned += int64(len(plain))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("scan %s: %v", dir, err)
+	}
+	return leaks, scanned
+}
+
+// zstdFrames decodes a zstd frame starting at every frame magic in data.
+// A frame's end is not known up front, so each candidate is decoded with
+// a streaming reader up to its first error.
+func zstdFrames(dec *zstd.Decoder, data []byte) [][]byte {
+	magic := []byte{0x28, 0xb5, 0x2f, 0xfd}
+	var frames [][]byte
+	for off := 0; ; {
+		k := bytes.Index(data[off:], magic)
+		if k < 0 {
+			return frames
+		}
+		start := off + k
+		if err := dec.Reset(bytes.NewReader(data[start:])); err == nil {
+			plain, _ := io.ReadAll(io.LimitReader(dec, 1<<28))
+			if len(plain) > 0 {
+				frames = append(frames, plain)
+			}
+		}
+		off = start + len(magic)
+	}
+}

@@ -1,0 +1,77 @@
+//go:build unix
+
+package analysis
+
+import (
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer/analysis/analysistest"
+)
+
+// BenchmarkAnalyze1M adds a million replay results (streaming, 20 tokens,
+// 19 ITL gaps each) and computes the summary; it reports rows/s on one core
+// and the heap the analyzer holds per row.
+//
+//	go test ./replayer/analysis -run XXX -bench Analyze1M -benchtime 3x -cpu 1
+func BenchmarkAnalyze1M(b *testing.B) {
+	const rows = 1_000_000
+	pool := analysistest.Run(1, 4096, 1)
+	b.ReportAllocs()
+	var heapPerRow float64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		a := New(Options{SLO: SLO{Bounds: map[Metric]time.Duration{MetricTTFT: 50 * time.Millisecond, MetricE2E: time.Second}}})
+		var r formats.Result
+		for i := range rows {
+			r = *pool[i%len(pool)]
+			shift := time.Duration(i/len(pool)) * 4096 * 20 * time.Millisecond
+			r.OrigTs = r.OrigTs.Add(shift)
+			r.SentUnixNs += int64(shift)
+			r.ScheduledNs += int64(shift)
+			a.AddResult(&r)
+		}
+		s := a.Summary()
+		if s.Requests != rows {
+			b.Fatalf("requests %d", s.Requests)
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		heapPerRow = float64(ms.HeapInuse) / rows
+		runtime.KeepAlive(a)
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(rows)*float64(b.N)/cpu.Seconds(), "rows/cpu-s")
+	b.ReportMetric(heapPerRow, "heap-B/row")
+}
+
+// BenchmarkSummarize measures exact quantiles alone: sorting one metric
+// column of a million values.
+func BenchmarkSummarize(b *testing.B) {
+	vals := make([]int64, 1_000_000)
+	src := make([]int64, len(vals))
+	for i := range src {
+		src[i] = int64((i * 7919) % 1_000_003)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(vals, src)
+		summarize(vals)
+	}
+	b.ReportMetric(float64(len(vals))*float64(b.N)/b.Elapsed().Seconds(), "values/s")
+}
+
+// cpuTime is the process's user+system CPU time: on a shared machine,
+// rows per CPU-second is rows/s per core, whatever else runs.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,89 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/reelkit/reel/formats"
+)
+
+// Dataset kinds DatasetKind reports.
+const (
+	KindExchange = "exchange" // a recording (exchange/N)
+	KindResult   = "result"   // replay results (result/N)
+)
+
+// DatasetKind reports whether paths (files, directory trees, globs) hold a
+// recording or replay results, from the first readable file's schema.
+func DatasetKind(paths []string) (string, error) {
+	files, err := formats.ListFiles(paths)
+	if err != nil {
+		return "", fmt.Errorf("list dataset: %w", err)
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("list dataset: no Parquet files in %s", strings.Join(paths, " "))
+	}
+	var firstErr error
+	for _, f := range files {
+		fi, err := formats.StatFile(f)
+		if err != nil {
+			firstErr = cmp(firstErr, err)
+			continue
+		}
+		kind, _, _ := strings.Cut(fi.Schema, "/")
+		if kind != KindExchange && kind != KindResult {
+			return "", fmt.Errorf("read dataset: %s holds %q, not a recording or results", f, fi.Schema)
+		}
+		return kind, nil
+	}
+	return "", fmt.Errorf("read dataset: %w", firstErr)
+}
+
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// AddDataset streams every row of paths into a, in time order across files
+// (shards of one run merge into one set), and returns how many rows it read.
+// It stops early when ctx is cancelled.
+func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.ReaderOptions) (int64, error) {
+	kind, err := DatasetKind(paths)
+	if err != nil {
+		return 0, err
+	}
+	if kind == KindExchange {
+		return addAll(ctx, paths, opt, a.AddExchange)
+	}
+	return addAll(ctx, paths, opt, a.AddResult)
+}
+
+func addAll[T formats.Record](ctx context.Context, paths []string, opt formats.ReaderOptions, add func(*T)) (int64, error) {
+	r, err := formats.OpenReader[T](ctx, paths, opt)
+	if err != nil {
+		return 0, fmt.Errorf("open dataset: %w", err)
+	}
+	defer r.Close()
+	var n int64
+	for {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("read dataset: %w", err)
+		}
+		add(rec)
+		n++
+	}
+}

@@ -1,0 +1,194 @@
+package analysis
+
+import (
+	"strings"
+
+	"github.com/reelkit/reel/formats"
+)
+
+// missing marks a metric the request does not have (TTFT of a non-streaming
+// response, TPOT with one output token, lag of a recording).
+const missing = -1
+
+// metric indexes the per-request latency columns.
+const (
+	colTTFB = iota
+	colTTFT
+	colTTST
+	colTPOT
+	colE2E
+	colE2ESched
+	colLag
+	numCols
+)
+
+// colOf maps SLO metrics to their columns.
+var colOf = map[Metric]int{
+	MetricTTFB: colTTFB, MetricTTFT: colTTFT, MetricTTST: colTTST, MetricTPOT: colTPOT,
+	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag,
+}
+
+// observation is one request, from a recording or a replay, in the shape
+// every metric is computed from. It lives only while a row is added.
+type observation struct {
+	orig     int64 // original start (recording ts, replay orig_ts), ns since epoch: names frames
+	sched    int64 // t_sched, ns since epoch (recording: = send)
+	send     int64 // t_send, ns since epoch
+	runStart int64 // offset from the run's start, for ExcludeFirst; missing when unknown
+	frame    int64 // frame start named by the row (replay), 0 when absent
+
+	class string // status class, see classify
+	lat   [numCols]int64
+	itlUs []int32 // gaps between token events, µs (borrowed from the row)
+
+	events, outTokens, promptTokens int32
+	batch, queue                    int32 // -1 when absent
+	bodyBytes                       int64
+	method, path, model             string
+	prefix                          []int64 // prefix block hashes (borrowed), recordings only
+}
+
+// Status classes. OK requests are 2xx and 3xx.
+const (
+	ClassTimeout    = "timeout"
+	ClassConnection = "connection"
+	ClassCanceled   = "canceled"
+	ClassTransport  = "error"
+	ClassNoResponse = "no_response"
+	ClassIncomplete = "incomplete"
+)
+
+// classify names a request's status class: the transport error kind when
+// err is set, no_response for status 0, incomplete for a partially seen
+// exchange, otherwise "2xx", "4xx" and so on.
+func classify(status int32, err string, complete bool) string {
+	if err != "" {
+		e := strings.ToLower(err)
+		switch {
+		case strings.Contains(e, "timeout"), strings.Contains(e, "deadline exceeded"), strings.Contains(e, "timed out"):
+			return ClassTimeout
+		case strings.Contains(e, "canceled"), strings.Contains(e, "cancelled"):
+			return ClassCanceled
+		case strings.Contains(e, "refused"), strings.Contains(e, "reset"), strings.Contains(e, "broken pipe"),
+			strings.Contains(e, "eof"), strings.Contains(e, "no such host"), strings.Contains(e, "connect"):
+			return ClassConnection
+		}
+		return ClassTransport
+	}
+	if status == 0 {
+		return ClassNoResponse
+	}
+	if !complete {
+		return ClassIncomplete
+	}
+	if status >= 100 && status < 600 {
+		return statusClasses[status/100-1]
+	}
+	return "other"
+}
+
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+func isOK(class string) bool { return class == "2xx" || class == "3xx" }
+
+// tpotOf is SPEC §6 TPOT: (E2E − TTFT) / (output_tokens − 1) when both are
+// known and output_tokens > 1.
+func tpotOf(e2e, ttft int64, out int32) int64 {
+	if out <= 1 || e2e < 0 || ttft < 0 || e2e < ttft {
+		return missing
+	}
+	return (e2e - ttft) / int64(out-1)
+}
+
+func orMissing(v int64) int64 {
+	if v <= 0 {
+		return missing
+	}
+	return v
+}
+
+// fromResult maps a replay result row.
+func fromResult(r *formats.Result) observation {
+	o := observation{
+		orig:     r.OrigTs.UnixNano(),
+		send:     r.SentUnixNs,
+		sched:    r.SentUnixNs - r.LagNs,
+		runStart: r.ScheduledNs,
+		class:    classify(r.Status, r.Error, true),
+		itlUs:    r.ITLUs,
+		events:   r.Events, outTokens: r.OutputTokens, promptTokens: r.PromptTokens,
+		batch: r.BatchSize, queue: r.QueueDepth,
+		bodyBytes: r.BytesSent,
+		method:    r.Method, path: r.Path,
+		model: r.Model,
+	}
+	if r.OrigTs.IsZero() {
+		o.orig = o.sched
+	}
+	if !r.Frame.IsZero() {
+		o.frame = r.Frame.UnixNano()
+	}
+	for i := range o.lat {
+		o.lat[i] = missing
+	}
+	o.lat[colLag] = r.LagNs
+	if isOK(o.class) {
+		o.lat[colTTFB] = orMissing(r.TTFBNs)
+		o.lat[colTTFT] = orMissing(r.TTFTNs)
+		o.lat[colTTST] = orMissing(r.TTSTNs)
+		o.lat[colE2E] = orMissing(r.E2ENs)
+		o.lat[colE2ESched] = orMissing(r.E2ESchedNs)
+		o.lat[colTPOT] = tpotOf(o.lat[colE2E], o.lat[colTTFT], r.OutputTokens)
+	}
+	return o
+}
+
+// maxRecordedGaps is the recorder's cap on event_gaps_us (recorder/sse
+// MaxGaps); a full list may miss the last gaps.
+const maxRecordedGaps = 1 << 16
+
+// fromExchange maps a recorded exchange: t_send is the request's first byte
+// and there is no schedule, so E2E from schedule equals E2E and lag is
+// missing. event_gaps_us are the gaps between token-bearing events, so the
+// first gap is TTST, and a stream's E2E ends at its last token event
+// (ttft_ns + Σ event_gaps_us) rather than at its last byte (duration_ns,
+// which includes a trailing usage chunk and [DONE]).
+func fromExchange(x *formats.Exchange) observation {
+	o := observation{
+		orig:     x.TsUnixNs,
+		send:     x.TsUnixNs,
+		sched:    x.TsUnixNs,
+		runStart: missing,
+		class:    classify(x.Status, x.Error, x.Complete),
+		itlUs:    x.EventGapsUs,
+		events:   x.Events, outTokens: x.OutputTokens, promptTokens: x.PromptTokens,
+		batch: x.BatchSize, queue: x.QueueDepth,
+		bodyBytes: x.ReqBodyBytes,
+		method:    x.Method, path: x.Path,
+		model:  x.Model,
+		prefix: x.PrefixHashes,
+	}
+	for i := range o.lat {
+		o.lat[i] = missing
+	}
+	if isOK(o.class) {
+		o.lat[colTTFB] = orMissing(x.TTFBNs)
+		o.lat[colE2E] = orMissing(x.DurationNs)
+		o.lat[colE2ESched] = o.lat[colE2E]
+		o.lat[colTTFT] = orMissing(x.TTFTNs)
+		if o.lat[colTTFT] > 0 && len(x.EventGapsUs) > 0 {
+			o.lat[colTTST] = int64(x.EventGapsUs[0]) * 1000
+		}
+		if o.lat[colTTFT] > 0 && len(x.EventGapsUs) < maxRecordedGaps {
+			// Stream: E2E ends at the last token event, t_1 + Σ gaps.
+			last := o.lat[colTTFT]
+			for _, g := range x.EventGapsUs {
+				last += int64(g) * 1000
+			}
+			o.lat[colE2E] = last
+			o.lat[colE2ESched] = o.lat[colE2E]
+		}
+		o.lat[colTPOT] = tpotOf(o.lat[colE2E], o.lat[colTTFT], x.OutputTokens)
+	}
+	return o
+}

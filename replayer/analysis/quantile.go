@@ -1,0 +1,176 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Quantiles summarises one metric exactly. P-values use the nearest rank:
+// the p-quantile of n values is the ⌈p·n⌉-th smallest. Std is the
+// population standard deviation. All fields are zero when N is zero.
+type Quantiles struct {
+	N    int64         `json:"n"`
+	P50  time.Duration `json:"p50_ns"`
+	P90  time.Duration `json:"p90_ns"`
+	P95  time.Duration `json:"p95_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	P999 time.Duration `json:"p999_ns"`
+	Max  time.Duration `json:"max_ns"`
+	Mean time.Duration `json:"mean_ns"`
+	Std  time.Duration `json:"std_ns"`
+}
+
+// At returns the named quantile: 0.5, 0.9, 0.95, 0.99 and 0.999 give the
+// stored fields, 1 gives Max; other values give false.
+func (q Quantiles) At(p float64) (time.Duration, bool) {
+	switch p {
+	case 0.5:
+		return q.P50, true
+	case 0.9:
+		return q.P90, true
+	case 0.95:
+		return q.P95, true
+	case 0.99:
+		return q.P99, true
+	case 0.999:
+		return q.P999, true
+	case 1:
+		return q.Max, true
+	}
+	return 0, false
+}
+
+// rank returns the index of the p-quantile in n sorted values (nearest rank).
+func rank(p float64, n int) int {
+	if n == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(n))) - 1
+	return min(max(i, 0), n-1)
+}
+
+// quantileOf returns the p-quantile of sorted values.
+func quantileOf(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[rank(p, len(sorted))]
+}
+
+// summarize sorts vals in place and summarises them.
+func summarize(vals []int64) Quantiles {
+	if len(vals) == 0 {
+		return Quantiles{}
+	}
+	slices.Sort(vals)
+	var sum float64
+	for _, v := range vals {
+		sum += float64(v)
+	}
+	n := float64(len(vals))
+	mean := sum / n
+	var ss float64
+	for _, v := range vals {
+		d := float64(v) - mean
+		ss += d * d
+	}
+	return Quantiles{
+		N:    int64(len(vals)),
+		P50:  time.Duration(quantileOf(vals, 0.5)),
+		P90:  time.Duration(quantileOf(vals, 0.9)),
+		P95:  time.Duration(quantileOf(vals, 0.95)),
+		P99:  time.Duration(quantileOf(vals, 0.99)),
+		P999: time.Duration(quantileOf(vals, 0.999)),
+		Max:  time.Duration(vals[len(vals)-1]),
+		Mean: time.Duration(math.Round(mean)),
+		Std:  time.Duration(math.Round(math.Sqrt(ss / n))),
+	}
+}
+
+// countDist is an exact distribution over integer microsecond values kept as
+// counts per distinct value: ITL lists are long, but their distinct values
+// are few, so memory is bounded by the value range rather than the events.
+// Values below denseMax are counted in a slice grown to the largest seen,
+// the rare larger ones in a map.
+type countDist struct {
+	dense  []int64         // dense[v]: occurrences of v µs, v < denseMax
+	sparse map[int64]int64 // value (µs) ≥ denseMax → occurrences
+	n      int64
+}
+
+// denseMax bounds the dense counts: 1 s of µs values, 8 MB at most.
+const denseMax = 1 << 20
+
+func (d *countDist) add(v int64, c int64) {
+	if c <= 0 || v < 0 {
+		return
+	}
+	d.n += c
+	if v < denseMax {
+		if v >= int64(len(d.dense)) {
+			grown := make([]int64, min(max(2*len(d.dense), int(v)+1, 1024), denseMax))
+			copy(grown, d.dense)
+			d.dense = grown
+		}
+		d.dense[v] += c
+		return
+	}
+	if d.sparse == nil {
+		d.sparse = make(map[int64]int64)
+	}
+	d.sparse[v] += c
+}
+
+// each calls f for every distinct value in ascending order.
+func (d *countDist) each(f func(v, c int64)) {
+	for v, c := range d.dense {
+		if c > 0 {
+			f(int64(v), c)
+		}
+	}
+	keys := make([]int64, 0, len(d.sparse))
+	for k := range d.sparse {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		f(k, d.sparse[k])
+	}
+}
+
+// quantiles summarises the distribution; values are microseconds and the
+// result is in time.Duration (ns).
+func (d *countDist) quantiles() Quantiles {
+	if d.n == 0 {
+		return Quantiles{}
+	}
+	var sum float64
+	d.each(func(v, c int64) { sum += float64(v) * float64(c) })
+	n := float64(d.n)
+	mean := sum / n
+	var ss float64
+	ps := []float64{0.5, 0.9, 0.95, 0.99, 0.999}
+	out := make([]int64, len(ps))
+	var cum, last int64
+	pi := 0
+	d.each(func(v, c int64) {
+		x := float64(v) - mean
+		ss += x * x * float64(c)
+		cum += c
+		for pi < len(ps) && cum > int64(rank(ps[pi], int(d.n))) {
+			out[pi] = v
+			pi++
+		}
+		last = v
+	})
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return Quantiles{
+		N: d.n, P50: us(out[0]), P90: us(out[1]), P95: us(out[2]), P99: us(out[3]), P999: us(out[4]),
+		Max:  us(last),
+		Mean: time.Duration(math.Round(mean * 1000)),
+		Std:  time.Duration(math.Round(math.Sqrt(ss/n) * 1000)),
+	}
+}
+
+

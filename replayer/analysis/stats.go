@@ -1,0 +1,455 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Stats describes a recording's traffic (it works on replay results too):
+// the arrival process, sizes, prefix sharing, the per-frame table, frames
+// that stand out and what the tail moves with.
+type Stats struct {
+	Summary *Summary `json:"summary"`
+
+	ArrivalRate  float64   `json:"arrival_rate"`  // requests/s over the recording
+	InterArrival Quantiles `json:"inter_arrival"` // gaps between consecutive request starts
+	// InterArrivalCV is the coefficient of variation of the inter-arrival
+	// gaps (std ÷ mean): about 1 for Poisson arrivals, above 1 for bursty
+	// traffic, below 1 for paced traffic.
+	InterArrivalCV float64 `json:"inter_arrival_cv"`
+	BodyBytes      Sizes   `json:"body_bytes"`    // request body bytes on the wire
+	PromptTokens   Sizes   `json:"prompt_tokens"` // where known
+
+	// Correlations of per-frame E2E p99 with per-frame signals (Pearson,
+	// over frames with enough requests).
+	Correlations []Correlation `json:"correlations"`
+	// Outliers are runs of adjacent frames whose tail or mix stands out.
+	Outliers []Episode `json:"outliers"`
+}
+
+// Sizes summarises a count distribution (bytes, tokens) exactly.
+type Sizes struct {
+	N    int64   `json:"n"`
+	P50  int64   `json:"p50"`
+	P90  int64   `json:"p90"`
+	P99  int64   `json:"p99"`
+	Max  int64   `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Correlation is Pearson's r between per-frame E2E p99 and a signal over N
+// frames; Valid is false when N < 3 or either side is constant.
+type Correlation struct {
+	Signal string  `json:"signal"` // "batch_size", "long_prompt_share", "rate", "queue_depth"
+	R      float64 `json:"r"`
+	N      int     `json:"n"`
+	Valid  bool    `json:"valid"`
+}
+
+// Episode is a run of adjacent frames that stand out, with why.
+type Episode struct {
+	Start  time.Time `json:"start"` // first frame's start
+	End    time.Time `json:"end"`   // last frame's end
+	Frames int       `json:"frames"`
+	// P99 is the E2E p99 over the episode's requests; TailRatio divides it
+	// by the median frame's p99.
+	P99       time.Duration `json:"p99_ns"`
+	TailRatio float64       `json:"tail_ratio"`
+	// LongShare and RestLongShare are the long-prompt shares inside and
+	// outside the episode.
+	LongShare     float64  `json:"long_prompt_share"`
+	RestLongShare float64  `json:"rest_long_prompt_share"`
+	Reasons       []string `json:"reasons"` // what stands out, e.g. "p99 4.1× median frame"
+	// Cause is the elevated signal that correlates best with the per-frame
+	// tail ("long_prompt_share", "batch_size", "rate", "queue_depth"), empty
+	// when none does (r ≥ 0.5).
+	Cause       string  `json:"cause"`
+	CauseR      float64 `json:"cause_r"`
+	Explanation string  `json:"explanation"` // the one-line verdict
+}
+
+// Outlier thresholds: a frame's tail stands out at ≥ tailFactor × the median
+// frame's p99; its long-prompt share at ≥ mixFactor × and ≥ mixDelta above
+// the median frame's.
+const (
+	tailFactor = 2.0
+	mixFactor  = 2.0
+	mixDelta   = 0.2
+	rateFactor = 3.0
+	errDelta   = 0.1
+	causeMinR  = 0.5
+)
+
+// Stats computes the summary plus the traffic description. Its extra memory
+// is one column of the recording.
+func (a *Analyzer) Stats() *Stats {
+	s := a.Summary()
+	st := &Stats{Summary: s, Correlations: []Correlation{}, Outliers: []Episode{}}
+	n := len(a.orig)
+	if n == 0 {
+		return st
+	}
+	starts := slices.Clone(a.orig)
+	slices.Sort(starts)
+	if span := starts[n-1] - starts[0]; span > 0 {
+		st.ArrivalRate = float64(n-1) / (float64(span) / 1e9)
+	}
+	gaps := make([]int64, 0, n-1)
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, starts[i]-starts[i-1])
+	}
+	starts = nil
+	st.InterArrival = summarize(gaps)
+	if st.InterArrival.Mean > 0 {
+		st.InterArrivalCV = float64(st.InterArrival.Std) / float64(st.InterArrival.Mean)
+	}
+	gaps = gaps[:0]
+	for _, b := range a.body {
+		if b > 0 {
+			gaps = append(gaps, b)
+		}
+	}
+	st.BodyBytes = sizesOf(gaps)
+	gaps = gaps[:0]
+	for _, p := range a.prompt {
+		if p > 0 {
+			gaps = append(gaps, int64(p))
+		}
+	}
+	st.PromptTokens = sizesOf(gaps)
+
+	eligible := eligibleFrames(s.Frames)
+	p99 := func(f *Frame) (float64, bool) { return float64(f.E2E.P99), f.E2E.N > 0 }
+	signals := []struct {
+		name string
+		get  func(f *Frame) (float64, bool)
+	}{
+		{"long_prompt_share", func(f *Frame) (float64, bool) { return f.LongPromptShare, f.MeanPrompt > 0 }},
+		{"batch_size", func(f *Frame) (float64, bool) { return f.MeanBatchSize, f.MeanBatchSize > 0 }},
+		{"queue_depth", func(f *Frame) (float64, bool) { return f.MeanQueueDepth, f.MeanQueueDepth > 0 || f.MeanBatchSize > 0 }},
+		{"rate", func(f *Frame) (float64, bool) { return f.Rate, true }},
+	}
+	corr := map[string]Correlation{}
+	for _, sig := range signals {
+		var xs, ys []float64
+		for _, f := range eligible {
+			y, ok1 := p99(f)
+			x, ok2 := sig.get(f)
+			if ok1 && ok2 {
+				xs, ys = append(xs, x), append(ys, y)
+			}
+		}
+		c := Correlation{Signal: sig.name, N: len(xs)}
+		c.R, c.Valid = pearson(xs, ys)
+		corr[sig.name] = c
+		st.Correlations = append(st.Correlations, c)
+	}
+	st.Outliers = a.episodes(s, eligible, corr)
+	return st
+}
+
+func sizesOf(v []int64) Sizes {
+	if len(v) == 0 {
+		return Sizes{}
+	}
+	slices.Sort(v)
+	var sum float64
+	for _, x := range v {
+		sum += float64(x)
+	}
+	return Sizes{N: int64(len(v)), P50: quantileOf(v, 0.5), P90: quantileOf(v, 0.9), P99: quantileOf(v, 0.99),
+		Max: v[len(v)-1], Mean: sum / float64(len(v))}
+}
+
+// eligibleFrames returns the frames with enough requests for their p99 to
+// mean something: at least 3, and at least a quarter of the median frame's.
+func eligibleFrames(frames []Frame) []*Frame {
+	var counts []int64
+	for _, f := range frames {
+		if f.Requests > 0 {
+			counts = append(counts, f.Requests)
+		}
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	slices.Sort(counts)
+	minReq := max(3, counts[rank(0.5, len(counts))]/4)
+	var out []*Frame
+	for i := range frames {
+		if frames[i].Requests >= minReq {
+			out = append(out, &frames[i])
+		}
+	}
+	return out
+}
+
+// pearson returns Pearson's r; false when fewer than 3 pairs or a constant side.
+func pearson(xs, ys []float64) (float64, bool) {
+	n := float64(len(xs))
+	if len(xs) < 3 {
+		return 0, false
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0, false
+	}
+	return math.Round(sxy/math.Sqrt(sxx*syy)*1000) / 1000, true
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	c := slices.Clone(v)
+	slices.Sort(c)
+	return c[rank(0.5, len(c))]
+}
+
+// frameReasons says why one frame stands out against the median frame, or
+// nothing.
+type frameBaseline struct{ p99, long, rate, batch, errs float64 }
+
+func (b frameBaseline) reasons(f *Frame) []string {
+	var r []string
+	if b.p99 > 0 && f.E2E.N > 0 && float64(f.E2E.P99) >= tailFactor*b.p99 {
+		r = append(r, fmt.Sprintf("p99 %.1f× median frame", float64(f.E2E.P99)/b.p99))
+	}
+	if f.MeanPrompt > 0 && f.LongPromptShare >= b.long+mixDelta && f.LongPromptShare >= mixFactor*b.long {
+		r = append(r, fmt.Sprintf("long-prompt share %.0f %% vs %.0f %%", 100*f.LongPromptShare, 100*b.long))
+	}
+	if b.rate > 0 && f.Rate >= rateFactor*b.rate {
+		r = append(r, fmt.Sprintf("rate %.1f× median frame", f.Rate/b.rate))
+	}
+	if e := errRate(f); e >= errDelta && e >= b.errs+errDelta && e >= 3*b.errs {
+		r = append(r, fmt.Sprintf("errors %.0f %% vs %.0f %%", 100*e, 100*b.errs))
+	}
+	return r
+}
+
+func errRate(f *Frame) float64 {
+	if f.Requests == 0 {
+		return 0
+	}
+	return float64(f.Errors) / float64(f.Requests)
+}
+
+// episodes flags frames that stand out and joins adjacent ones.
+func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Correlation) []Episode {
+	if len(eligible) < 3 {
+		return []Episode{}
+	}
+	var p99s, longs, rates, batches, errs []float64
+	for _, f := range eligible {
+		errs = append(errs, errRate(f))
+		if f.E2E.N > 0 {
+			p99s = append(p99s, float64(f.E2E.P99))
+		}
+		longs = append(longs, f.LongPromptShare)
+		rates = append(rates, f.Rate)
+		if f.MeanBatchSize > 0 {
+			batches = append(batches, f.MeanBatchSize)
+		}
+	}
+	base := frameBaseline{p99: medianOf(p99s), long: medianOf(longs), rate: medianOf(rates), batch: medianOf(batches), errs: medianOf(errs)}
+
+	f := s.Frame
+	type run struct {
+		first, last time.Time
+		reasons     map[string]bool
+	}
+	var runs []run
+	for _, fr := range eligible {
+		rs := base.reasons(fr)
+		if len(rs) == 0 {
+			continue
+		}
+		if k := len(runs) - 1; k >= 0 && !fr.Start.After(runs[k].last.Add(2*f)) {
+			runs[k].last = fr.Start // adjacent (one quiet frame in between is tolerated)
+			continue
+		}
+		runs = append(runs, run{first: fr.Start, last: fr.Start})
+	}
+	out := []Episode{}
+	for _, r := range runs {
+		out = append(out, a.episode(s, base, r.first, r.last.Add(f), corr))
+	}
+	return out
+}
+
+// episode describes the requests whose frame starts in [from, to).
+func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, corr map[string]Correlation) Episode {
+	e := Episode{Start: from, End: to, Frames: int(to.Sub(from) / s.Frame)}
+	lo, hi := from.UnixNano(), to.UnixNano()
+	var in, out struct {
+		n, long, known, errs int64
+		batch, batchN        float64
+		queue, queueN        float64
+	}
+	var e2e []int64
+	for i, fi := range a.frame {
+		st := a.frameStart[fi]
+		side := &out
+		if st >= lo && st < hi {
+			side = &in
+			if v := a.lat[colE2E][i]; v != missing {
+				e2e = append(e2e, v)
+			}
+		}
+		side.n++
+		if a.flags[i]&flagOK == 0 {
+			side.errs++
+		}
+		if p := a.prompt[i]; p > 0 {
+			side.known++
+			if p >= s.LongPrompt {
+				side.long++
+			}
+		}
+		if b := a.batch[i]; b > 0 {
+			side.batch += float64(b)
+			side.batchN++
+		}
+		if q := a.queue[i]; q >= 0 {
+			side.queue += float64(q)
+			side.queueN++
+		}
+	}
+	q := summarize(e2e)
+	e.P99 = q.P99
+	if base.p99 > 0 {
+		e.TailRatio = math.Round(float64(q.P99)/base.p99*10) / 10
+	}
+	share := func(x, n int64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(x) / float64(n)
+	}
+	mean := func(x, n float64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return x / n
+	}
+	e.LongShare, e.RestLongShare = share(in.long, in.known), share(out.long, out.known)
+	if e.TailRatio >= tailFactor {
+		e.Reasons = append(e.Reasons, fmt.Sprintf("p99 %.1f× median frame", e.TailRatio))
+	}
+	if in.known > 0 && e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare {
+		e.Reasons = append(e.Reasons, fmt.Sprintf("long-prompt share %.0f %% vs %.0f %%", 100*e.LongShare, 100*e.RestLongShare))
+	}
+	if ie, oe := share(in.errs, in.n), share(out.errs, out.n); ie >= errDelta && ie >= oe+errDelta && ie >= 3*oe {
+		e.Reasons = append(e.Reasons, fmt.Sprintf("errors %.0f %% vs %.0f %%", 100*ie, 100*oe))
+	}
+	inBatch, outBatch := mean(in.batch, in.batchN), mean(out.batch, out.batchN)
+	inQueue, outQueue := mean(in.queue, in.queueN), mean(out.queue, out.queueN)
+	secs := func(frames int) float64 { return float64(frames) * s.Frame.Seconds() }
+	inRate := float64(in.n) / secs(e.Frames)
+	outFrames := 0
+	for _, fr := range s.Frames {
+		if fr.Requests > 0 && (fr.Start.Before(from) || !fr.Start.Before(to)) {
+			outFrames++
+		}
+	}
+	outRate := 0.0
+	if outFrames > 0 {
+		outRate = float64(out.n) / secs(outFrames)
+	}
+	// Candidate causes: signals elevated in the episode, ranked by how well
+	// they track the per-frame tail over the whole recording.
+	type cand struct {
+		signal, label string
+		elevated      bool
+		detail        string
+	}
+	cands := []cand{
+		{"long_prompt_share", "long prompts", e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare, ""},
+		{"batch_size", "large batches", outBatch > 0 && inBatch >= 1.5*outBatch, fmt.Sprintf("batch size %.1f vs %.1f", inBatch, outBatch)},
+		{"queue_depth", "queueing", inQueue > 0 && inQueue >= 2*max(outQueue, 0.5), fmt.Sprintf("queue depth %.1f vs %.1f", inQueue, outQueue)},
+		{"rate", "arrival rate", outRate > 0 && inRate >= 1.5*outRate, fmt.Sprintf("rate %.1f/s vs %.1f/s", inRate, outRate)},
+	}
+	best := -1
+	for i, c := range cands {
+		if !c.elevated {
+			continue
+		}
+		if c.detail != "" {
+			e.Reasons = append(e.Reasons, c.detail)
+		}
+		cr := corr[c.signal]
+		if cr.Valid && cr.R >= causeMinR && (best < 0 || cr.R > corr[cands[best].signal].R) {
+			best = i
+		}
+	}
+	label := "cause unclear"
+	if best >= 0 {
+		e.Cause, e.CauseR = cands[best].signal, corr[cands[best].signal].R
+		label = fmt.Sprintf("likely cause: %s (r=%.2f)", cands[best].label, e.CauseR)
+	}
+	e.Explanation = fmt.Sprintf("frames %s–%s: %s; %s", from.UTC().Format("15:04:05"), to.UTC().Format("15:04:05"),
+		strings.Join(e.Reasons, "; "), label)
+	return e
+}
+
+// WriteText writes the stats report: traffic, distributions, the summary,
+// correlations and frames that stand out.
+func (st *Stats) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	s := st.Summary
+	ew.printf("%d requests, %.2f req/s; inter-arrival p50 %s p99 %s, CV %.2f (%s)\n", s.Requests, st.ArrivalRate,
+		fmtDur(st.InterArrival.P50), fmtDur(st.InterArrival.P99), st.InterArrivalCV, burstiness(st.InterArrivalCV))
+	if st.BodyBytes.N > 0 {
+		ew.printf("request body bytes: p50 %d p90 %d p99 %d max %d mean %.0f\n", st.BodyBytes.P50, st.BodyBytes.P90, st.BodyBytes.P99, st.BodyBytes.Max, st.BodyBytes.Mean)
+	}
+	if st.PromptTokens.N > 0 {
+		ew.printf("prompt tokens: p50 %d p90 %d p99 %d max %d mean %.0f (long: ≥ %d)\n", st.PromptTokens.P50, st.PromptTokens.P90, st.PromptTokens.P99, st.PromptTokens.Max, st.PromptTokens.Mean, s.LongPrompt)
+	}
+	if len(st.Outliers) > 0 {
+		ew.printf("\nframes that stand out:\n")
+		for _, e := range st.Outliers {
+			ew.printf("  %s\n", e.Explanation)
+		}
+	} else {
+		ew.printf("\nno frame stands out\n")
+	}
+	ew.printf("\nper-frame p99 correlates with:")
+	for _, c := range st.Correlations {
+		if c.Valid {
+			ew.printf("  %s r=%.2f (n=%d)", c.Signal, c.R, c.N)
+		} else {
+			ew.printf("  %s n/a (n=%d)", c.Signal, c.N)
+		}
+	}
+	ew.printf("\n\n")
+	if ew.err != nil {
+		return ew.err
+	}
+	return s.WriteText(w)
+}
+
+func burstiness(cv float64) string {
+	switch {
+	case cv > 1.3:
+		return "bursty"
+	case cv < 0.7:
+		return "paced"
+	}
+	return "Poisson-like"
+}

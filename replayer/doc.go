@@ -1,0 +1,24 @@
+// Package replayer re-sends a recorded window of exchanges to a shadow target
+// on the original clock: request i is due at start + (ts_i − ts_0)/speed,
+// measured from one monotonic start, and sent open-loop so a slow target never
+// delays later sends.
+//
+// The package is a pipeline of four parts, one file each:
+//
+//   - schedule.go: which exchanges are replayed and when (window, frames,
+//     filters, sampling, shards, loops) — streamed in time order from a
+//     [Source], in memory that does not grow with the dataset;
+//   - dispatch.go: the dispatcher that hits absolute due times (sleep until
+//     just before, then a short precise wait) and hands each request to a
+//     sender without waiting for responses;
+//   - client.go, request.go, sse.go: the HTTP/SSE client that rebuilds each
+//     request (never forwarding recorded credentials) and times it per
+//     SPEC §6 (TTFB, TTFT, TTST, inter-token gaps, end-to-end from send and
+//     from schedule);
+//   - run.go: a whole run — target safety, warm-up, step mode, progress,
+//     result rows to a [Sink], summaries and the speed sweep through
+//     replayer/analysis, the one implementation of reel's metrics.
+//
+// The replayer never reads flags, files or the environment: cmd/reel opens the
+// dataset and the result writer and passes them in.
+package replayer

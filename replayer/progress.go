@@ -1,0 +1,229 @@
+package replayer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer/analysis"
+)
+
+// collector owns everything downstream of the senders, on one goroutine:
+// writing rows to the sink, the run's analyzer, per-frame analyzers for the
+// progress lines and step summaries.
+type collector struct {
+	ch    chan cmsg
+	done  chan struct{}
+	sink  Sink
+	aopts analysis.Options
+	out   io.Writer // nil = no progress
+	tty   bool
+	step  bool                          // frames are summarised by takeFrame, not when complete
+	live  func() (sent, inflight int64) // read by the live line; set before the first send
+	abort func()                        // stops the run when the sink fails
+
+	sent atomic.Int64 // requests dispatched, for the live line
+
+	// Owned by the collector goroutine.
+	all    *analysis.Analyzer
+	frames map[int64]*frameState
+	newest int64
+	err    error
+	sum    *analysis.Summary
+}
+
+type frameState struct {
+	a        *analysis.Analyzer
+	expected int64 // requests sent in the frame, known once closed
+	got      int64
+	closed   bool
+}
+
+// cmsg is one message to the collector, in the order senders produced them.
+type cmsg struct {
+	res      *formats.Result
+	frameEnd time.Time // the dispatcher left this frame after sent requests
+	sent     int64
+	take     chan *analysis.Frame // reply with the frame's summary and forget it
+	frame    time.Time
+}
+
+func newCollector(sink Sink, aopts analysis.Options, out io.Writer, tty, step bool, abort func()) *collector {
+	c := &collector{
+		ch: make(chan cmsg, 8192), done: make(chan struct{}), sink: sink, aopts: aopts,
+		out: out, tty: tty && out != nil, step: step, abort: abort,
+		all: analysis.New(aopts), frames: map[int64]*frameState{},
+	}
+	go c.loop()
+	return c
+}
+
+func (c *collector) sentCount() int64 { return c.sent.Load() }
+
+func (c *collector) add(r *formats.Result) { c.ch <- cmsg{res: r} }
+
+func (c *collector) endFrame(f time.Time, sent int64) { c.ch <- cmsg{frameEnd: f, sent: sent} }
+
+// takeFrame returns the summary of frame f once every result sent before
+// the call has been collected, and stops tracking f.
+func (c *collector) takeFrame(f time.Time) *analysis.Frame {
+	reply := make(chan *analysis.Frame, 1)
+	c.ch <- cmsg{take: reply, frame: f}
+	return <-reply
+}
+
+// close collects what is left and returns the run's summary and the first
+// sink error.
+func (c *collector) close() (*analysis.Summary, error) {
+	close(c.ch)
+	<-c.done
+	return c.sum, c.err
+}
+
+func (c *collector) printf(format string, args ...any) {
+	if c.out != nil {
+		if c.tty {
+			io.WriteString(c.out, "\r\033[K")
+		}
+		fmt.Fprintf(c.out, format, args...)
+	}
+}
+
+func (c *collector) loop() {
+	defer close(c.done)
+	var tick <-chan time.Time
+	if c.tty {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case m, ok := <-c.ch:
+			if !ok {
+				c.finish()
+				return
+			}
+			c.handle(m)
+		case <-tick:
+			c.liveLine()
+		}
+	}
+}
+
+func (c *collector) state(f int64) *frameState {
+	st := c.frames[f]
+	if st == nil {
+		st = &frameState{a: analysis.New(c.aopts)}
+		c.frames[f] = st
+		c.newest = max(c.newest, f)
+	}
+	return st
+}
+
+func (c *collector) handle(m cmsg) {
+	switch {
+	case m.res != nil:
+		if c.err == nil {
+			if err := c.sink.Write(m.res); err != nil {
+				c.err = err
+				c.abort()
+			}
+		}
+		c.all.AddResult(m.res)
+		st := c.state(m.res.Frame.UnixNano())
+		st.a.AddResult(m.res)
+		st.got++
+		c.maybeDone(m.res.Frame.UnixNano(), st)
+	case m.take != nil:
+		st := c.frames[m.frame.UnixNano()]
+		delete(c.frames, m.frame.UnixNano())
+		m.take <- frameOf(st, m.frame)
+	default:
+		st := c.state(m.frameEnd.UnixNano())
+		st.expected += m.sent
+		st.closed = true
+		c.maybeDone(m.frameEnd.UnixNano(), st)
+	}
+}
+
+// frameOf summarises a frame state (an empty frame when nothing was sent).
+func frameOf(st *frameState, start time.Time) *analysis.Frame {
+	if st != nil {
+		if s := st.a.Summary(); len(s.Frames) > 0 {
+			f := s.Frames[0]
+			return &f
+		}
+	}
+	return &analysis.Frame{Start: start}
+}
+
+// maybeDone prints a frame's line once all its requests are back.
+func (c *collector) maybeDone(f int64, st *frameState) {
+	if c.step || !st.closed || st.got < st.expected {
+		return
+	}
+	if c.out != nil {
+		if c.tty {
+			io.WriteString(c.out, "\r\033[K")
+		}
+		analysis.WriteFrameLine(c.out, frameOf(st, time.Unix(0, f).UTC()))
+	}
+	delete(c.frames, f)
+}
+
+// liveLine redraws the line of the newest frame on a terminal.
+func (c *collector) liveLine() {
+	st := c.frames[c.newest]
+	if st == nil || c.live == nil {
+		return
+	}
+	sent, inflight := c.live()
+	f := frameOf(st, time.Unix(0, c.newest).UTC())
+	fmt.Fprintf(c.out, "\r\033[K%s  sent %d  in flight %d  ok %d err %d  e2e p99 %s  lag p99 %s",
+		time.Unix(0, c.newest).UTC().Format("15:04:05"), sent, inflight, f.OK, f.Errors,
+		analysis.FormatDuration(f.E2E.P99), analysis.FormatDuration(f.Lag.P99))
+}
+
+func (c *collector) finish() {
+	c.step = false
+	for f, st := range c.frames { // frames whose end marker never came (a stopped run)
+		if st.got > 0 {
+			st.closed, st.expected = true, st.got
+			c.maybeDone(f, st)
+		}
+	}
+	c.sum = c.all.Summary()
+	if c.out != nil {
+		if c.tty {
+			io.WriteString(c.out, "\r\033[K")
+		}
+	}
+}
+
+// printStep prints a step-mode frame summary: sent, ok, e2e p50/p95/p99,
+// TTFT p99, lag p99 and the shadow's mean batch size.
+func (c *collector) printStep(idx int, f *analysis.Frame) {
+	if c.out == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "frame %d %s  sent %d ok %d err %d", idx, f.Start.UTC().Format("2006-01-02 15:04:05"), f.Requests, f.OK, f.Errors)
+	if f.E2E.N > 0 {
+		fmt.Fprintf(&b, "  e2e p50 %s p95 %s p99 %s", analysis.FormatDuration(f.E2E.P50), analysis.FormatDuration(f.E2E.P95), analysis.FormatDuration(f.E2E.P99))
+	}
+	if f.TTFT.N > 0 {
+		fmt.Fprintf(&b, "  ttft p99 %s", analysis.FormatDuration(f.TTFT.P99))
+	}
+	if f.Lag.N > 0 {
+		fmt.Fprintf(&b, "  lag p99 %s", analysis.FormatDuration(f.Lag.P99))
+	}
+	if f.MeanBatchSize > 0 {
+		fmt.Fprintf(&b, "  batch %.1f", f.MeanBatchSize)
+	}
+	b.WriteByte('\n')
+	c.printf("%s", b.String())
+}

@@ -1,0 +1,381 @@
+package replayer
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer/analysis"
+)
+
+// Sink receives result rows from one goroutine; *formats.Writer[formats.Result]
+// is one.
+type Sink interface {
+	Write(*formats.Result) error
+}
+
+// Options configure a replay. The zero value of every field works except
+// Target.
+type Options struct {
+	Target    *url.URL  // the shadow: scheme, host and an optional base path
+	Selection Selection // which exchanges; zero = all
+	Loop      int       // replay the window this many times back to back; default 1
+	Warmup    int       // requests drawn from the window (same mix) sent before the clock starts; default 0
+	StartAt   time.Time // wall-clock start shared by shards; zero = now
+
+	MaxInflight int           // cap on requests in flight; 0 = none. Held-back requests are counted and wait in lag.
+	Conn        ConnMode      // default ConnPooled
+	MaxConns    int           // ConnRecorded: connections kept at once (LRU); default 4096
+	PoolConns   int           // ConnPooled: connections to the target at most; default DefaultPoolConns, < 0 = no limit
+	Timeout     time.Duration // per request, from its send; 0 = none
+	TLS         *tls.Config   // nil = Go's defaults
+
+	Headers           http.Header // added to every request (credentials for the shadow go here)
+	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
+	PinOutput         bool        // max_tokens := recorded output tokens, ignore_eos
+	IncludeUsage      bool        // stream_options.include_usage on streaming requests
+	AllowRecordedHost bool        // allow a target whose host was recorded (production!)
+
+	RunID string // written in every row; default a time-based id
+
+	// Workers > 0 sends through a fixed pool of that many goroutines; 0
+	// starts one goroutine per request at its send time (the default, and
+	// the one measured in docs/performance.md).
+	Workers    int
+	SpinWindow time.Duration // precise-wait stretch before each due time; default DefaultSpinWindow
+
+	// Analysis configures the summaries (SLO, window quantile, …); its Frame
+	// and ExcludeFirst are taken from Selection.Frame and ExcludeFirst.
+	Analysis     analysis.Options
+	ExcludeFirst time.Duration // left out of the summaries (not of the results)
+
+	Progress io.Writer // progress lines; nil = none
+	Live     bool      // Progress is a terminal: one \r-updated line per frame
+
+	// Step replays one frame at a time: after each frame's requests finish,
+	// its summary is printed and StepWait is called (nil = go on at once);
+	// the clock restarts for the next frame. StepWait returning ErrStop
+	// ends the run cleanly.
+	Step     bool
+	StepWait func(ctx context.Context, f *analysis.Frame) error
+}
+
+// DefaultPoolConns bounds the pooled transport's connections. Requests
+// beyond it wait inside the transport for a free connection (the wait shows
+// in lag) instead of dialling a storm of new ones when the target slows —
+// unbounded dialling collapsed the client at 20k req/s in bench/replay.
+const DefaultPoolConns = 1024
+
+// ErrStop ends a step-mode run cleanly when returned by StepWait.
+var ErrStop = errors.New("replay stopped")
+
+// ErrEmptyWindow means the selection matched no exchange.
+var ErrEmptyWindow = errors.New("no exchange matches the selection")
+
+// RecordedHostError refuses a target that was recorded as a production host.
+type RecordedHostError struct{ Host string }
+
+func (e *RecordedHostError) Error() string {
+	return fmt.Sprintf("target host %q appears among the recorded hosts: refusing to replay against what may be production (pass --allow-recorded-host if it really is a shadow)", e.Host)
+}
+
+// Plan is a replay whose window has been read once: frames fixed, target
+// checked, warm-up drawn. Run it once per speed.
+type Plan struct {
+	open Opener
+	opts Options
+	w    *window
+}
+
+// NewPlan reads the selected window once (streaming) and checks the target.
+func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
+	if opts.Target == nil || opts.Target.Host == "" {
+		return nil, errors.New("no target: want a URL such as http://shadow:8000")
+	}
+	if opts.Target.Scheme != "http" && opts.Target.Scheme != "https" {
+		return nil, fmt.Errorf("target %q: scheme must be http or https", opts.Target)
+	}
+	if opts.RunID == "" {
+		opts.RunID = "run-" + time.Now().UTC().Format("20060102T150405.000")
+	}
+	w, err := scan(ctx, open, &opts.Selection, opts.Warmup)
+	if err != nil {
+		return nil, err
+	}
+	if w.selected == 0 {
+		if w.total == 0 {
+			return nil, fmt.Errorf("%w: the dataset has no exchange in the window", ErrEmptyWindow)
+		}
+		return nil, fmt.Errorf("%w: %d exchanges in the window, none passes the filters, sample and shard", ErrEmptyWindow, w.total)
+	}
+	if h := hostOnly(opts.Target.Host); w.hosts[h] && !opts.AllowRecordedHost {
+		return nil, &RecordedHostError{Host: h}
+	}
+	return &Plan{open: open, opts: opts, w: w}, nil
+}
+
+// Exchanges reports how many exchanges one pass replays (before --loop).
+func (p *Plan) Exchanges() int64 { return p.w.selected }
+
+// Span reports the selected window's first and last exchange times.
+func (p *Plan) Span() (first, last time.Time) {
+	return time.Unix(0, p.w.ts0).UTC(), time.Unix(0, p.w.last).UTC()
+}
+
+// RunID is the run's id, as written in every row.
+func (p *Plan) RunID() string { return p.opts.RunID }
+
+// Report is the outcome of one run.
+type Report struct {
+	RunID     string
+	Shard     Shard
+	Speed     float64
+	Sent      int64         // requests sent
+	Skipped   int64         // exchanges not sent (truncated bodies): no row
+	HeldBack  int64         // requests that waited for a --max-inflight slot
+	StartLate time.Duration // how late this process reached --start-at (its first requests' lag shows it)
+	Stopped   bool          // step mode ended early
+	Summary   *analysis.Summary
+}
+
+// Run replays the window once at speed (≤ 0 means 1), writing one row per
+// sent request to sink. Requests that fail are rows with an error, not a
+// failed run; Run fails only when the dataset or the sink does.
+func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, error) {
+	if speed <= 0 {
+		speed = 1
+	}
+	o := &p.opts
+	spin := o.SpinWindow
+	if spin <= 0 {
+		spin = DefaultSpinWindow
+	}
+	rep := &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed}
+	pool := o.PoolConns
+	switch {
+	case pool == 0:
+		pool = DefaultPoolConns
+	case pool < 0:
+		pool = 0
+	}
+	c := newClient(clientOptions{Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
+	defer c.close()
+	rb := newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IncludeUsage)
+
+	reqCtx, cancelReqs := context.WithCancel(ctx)
+	defer cancelReqs()
+	aopts := o.Analysis
+	aopts.Frame = o.Selection.frame()
+	aopts.ExcludeFirst = o.ExcludeFirst
+	col := newCollector(sink, aopts, o.Progress, o.Live, o.Step, cancelReqs)
+
+	// Prefetch: read and build requests ahead of their due times.
+	readCtx, stopRead := context.WithCancel(reqCtx)
+	jobs := make(chan *job, 1024)
+	var readErr error
+	go func() {
+		defer close(jobs)
+		cur := newCursor(readCtx, p.open, &o.Selection, p.w, o.Loop)
+		defer cur.close()
+		for {
+			it, err := cur.next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				if readCtx.Err() == nil {
+					readErr = err
+				}
+				return
+			}
+			j := &job{it: it}
+			j.p, j.err = rb.build(it.x)
+			select {
+			case jobs <- j:
+			case <-readCtx.Done():
+				return
+			}
+		}
+	}()
+	drain := func() {
+		stopRead()
+		for range jobs {
+		}
+	}
+	defer drain()
+
+	if len(p.w.warmup) > 0 {
+		p.warm(reqCtx, c, rb)
+	}
+
+	snd := newSender(reqCtx, c, o.Workers, o.MaxInflight, o.Conn == ConnRecorded, func(j *job) {
+		res := resultOf(o.RunID, int32(o.Selection.Shard.Index), j)
+		c.do(reqCtx, connKey(j.it.x), j.p, j.sched, mono(), res)
+		col.add(res)
+	})
+	col.live = func() (int64, int64) { return col.sentCount(), snd.active.Load() }
+
+	start := mono()
+	if !o.StartAt.IsZero() {
+		d := time.Until(o.StartAt)
+		start += int64(d)
+		if d < 0 {
+			rep.StartLate = -d
+			col.printf("replay: shard %s reached --start-at %s late by %s; its first requests are late by as much (see lag)\n",
+				o.Selection.Shard, o.StartAt.UTC().Format(time.RFC3339Nano), (-d).Round(time.Microsecond))
+		}
+	}
+	runStart := start
+	base := p.w.ts0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var cur time.Time
+	var curIdx int
+	var frameSent int64
+	var runErr error
+loop:
+	for j := range jobs {
+		if !j.it.frame.Equal(cur) {
+			if !cur.IsZero() {
+				col.endFrame(cur, frameSent)
+				if o.Step {
+					snd.wait()
+					f := col.takeFrame(cur)
+					col.printStep(curIdx, f)
+					if o.StepWait != nil {
+						if err := o.StepWait(ctx, f); err != nil {
+							if errors.Is(err, ErrStop) {
+								rep.Stopped = true
+							} else {
+								runErr = err
+							}
+							cur = time.Time{}
+							break loop
+						}
+					}
+					start, base = mono(), j.it.at
+				}
+			}
+			cur, curIdx, frameSent = j.it.frame, j.it.frameIdx, 0
+		}
+		if j.err != nil {
+			rep.Skipped++
+			continue
+		}
+		off := int64(float64(j.it.at-base) / speed)
+		j.sched = start + off
+		j.off = j.sched - runStart
+		if err := waitUntil(reqCtx, j.sched, spin, timer); err != nil {
+			runErr = err
+			break
+		}
+		if err := snd.dispatch(j); err != nil {
+			runErr = err
+			break
+		}
+		frameSent++
+		col.sent.Add(1)
+		rep.Sent++
+	}
+	stopRead()
+	snd.wait()
+	snd.stop()
+	if !cur.IsZero() {
+		col.endFrame(cur, frameSent)
+		if o.Step {
+			f := col.takeFrame(cur)
+			col.printStep(curIdx, f)
+		}
+	}
+	sum, sinkErr := col.close()
+	rep.Summary = sum
+	rep.HeldBack = snd.held.Load()
+	if rep.Skipped > 0 {
+		col.printf("replay: skipped %d exchanges whose request body was truncated at record time\n", rep.Skipped)
+	}
+	switch {
+	case sinkErr != nil:
+		return rep, fmt.Errorf("write results: %w", sinkErr)
+	case readErr != nil:
+		return rep, readErr
+	case runErr != nil && ctx.Err() == nil:
+		return rep, runErr
+	case ctx.Err() != nil:
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// warm sends the warm-up sample, at most 32 at a time, and waits for it; its
+// results are not recorded.
+func (p *Plan) warm(ctx context.Context, c *client, rb *requestBuilder) {
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for _, x := range p.w.warmup {
+		pr, err := rb.build(x)
+		if err != nil {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res formats.Result
+			now := mono()
+			c.do(ctx, connKey(x), pr, now, now, &res)
+			<-sem
+		}()
+	}
+	wg.Wait()
+}
+
+// SweepReport is the outcome of a speed sweep.
+type SweepReport struct {
+	Runs []*Report
+	// Best is the highest speed whose run met the SLO; 0 when none did.
+	Best float64
+}
+
+// Sweep runs the window once per speed, each into the sink newSink returns
+// (closed after its run when it is an io.Closer), and reports the highest
+// speed that meets the SLO of Options.Analysis.
+func (p *Plan) Sweep(ctx context.Context, speeds []float64, newSink func(speed float64) (Sink, error)) (*SweepReport, error) {
+	sr := &SweepReport{}
+	for i, s := range speeds {
+		if i > 0 {
+			p.opts.StartAt = time.Time{} // only the first run waits for a shared start
+		}
+		sink, err := newSink(s)
+		if err != nil {
+			return sr, fmt.Errorf("speed %g: open results: %w", s, err)
+		}
+		rep, err := p.Run(ctx, sink, s)
+		if cl, ok := sink.(io.Closer); ok {
+			if cerr := cl.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close results: %w", cerr)
+			}
+		}
+		if rep != nil {
+			sr.Runs = append(sr.Runs, rep)
+		}
+		if err != nil {
+			return sr, fmt.Errorf("speed %g: %w", s, err)
+		}
+		if rep.Summary != nil && rep.Summary.MeetsSLO && s > sr.Best {
+			sr.Best = s
+		}
+	}
+	return sr, nil
+}
