@@ -36,20 +36,46 @@ func benchText(rng *rand.Rand, n int) string {
 	return sb.String()[:n]
 }
 
-// benchExchanges returns n varied exchanges 10 ms apart.
-func benchExchanges(n int) []Exchange {
+// benchExchanges returns n exchanges 10 ms apart with ~1 KiB JSON request
+// bodies and ~0.8 KiB JSON response bodies. With shared, requests look like
+// multi-turn chat traffic from 300 interleaved sessions: one of 8 system
+// prompts (~300 B), the session's previous user turn and answer (the client
+// resends its recent history), and a new ~150 B question — so most of a
+// request repeats one sent ~300 requests earlier, beyond gzip's 32 KiB window.
+// Without it every body is fresh text: the worst case for any compressor.
+func benchExchanges(n int, shared bool) []Exchange {
 	rng := rand.New(rand.NewPCG(7, 7))
+	var systems [8]string
+	for i := range systems {
+		systems[i] = benchText(rng, 300)
+	}
+	type turn struct{ q, a string }
+	last := make([]turn, 300) // previous turn per session
 	out := make([]Exchange, n)
 	start := time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
 	for i := range out {
 		ts := start.Add(time.Duration(i) * 10 * time.Millisecond)
-		req := fmt.Sprintf(`{"model":"llama-3-70b","stream":false,"max_tokens":256,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
-			benchText(rng, 880))
+		sess := rng.IntN(len(last))
+		var req string
+		msg := benchText(rng, 150)
+		if shared {
+			prev := last[sess]
+			if prev.q == "" {
+				prev = turn{benchText(rng, 150), benchText(rng, 350)}
+			}
+			req = fmt.Sprintf(`{"model":"llama-3-70b","stream":false,"max_tokens":256,"messages":[{"role":"system","content":%q},{"role":"user","content":%q},{"role":"assistant","content":%q},{"role":"user","content":%q}]}`,
+				systems[sess%len(systems)], prev.q, prev.a, msg)
+		} else {
+			req = fmt.Sprintf(`{"model":"llama-3-70b","stream":false,"max_tokens":256,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
+				benchText(rng, 880))
+		}
+		answer := benchText(rng, 600)
+		last[sess] = turn{msg, answer[:350]}
 		resp := fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","model":"llama-3-70b","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`,
-			i, benchText(rng, 800), 200+rng.IntN(50), 150+rng.IntN(100))
+			i, answer, 200+rng.IntN(50), 150+rng.IntN(100))
 		out[i] = Exchange{
-			Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "edge-1", Seq: int64(i + 1), ConnID: int64(i % 64), ConnSeq: int32(i / 64),
-			Session: fmt.Sprintf("sess-%d", rng.IntN(200)), Client: fmt.Sprintf("10.1.%d.%d:443", rng.IntN(4), rng.IntN(250)),
+			Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "edge-1", Seq: int64(i + 1), ConnID: int64(sess), ConnSeq: int32(i / 300),
+			Session: fmt.Sprintf("sess-%d", sess), Client: fmt.Sprintf("10.1.%d.%d:443", sess%4, sess%250),
 			Method: "POST", Host: "gateway.internal", Path: "/v1/chat/completions",
 			ReqHeaders: map[string]string{"content-type": "application/json", "accept": "application/json",
 				"user-agent": "openai-python/1.40.0", "x-request-id": fmt.Sprintf("%016x", rng.Uint64()),
@@ -94,8 +120,8 @@ func rawBytes(recs []Exchange) []byte {
 
 const benchPool = 8192
 
-func benchWrite(b *testing.B, opts WriterOptions) {
-	recs := benchExchanges(benchPool)
+func benchWrite(b *testing.B, opts WriterOptions, shared bool) {
+	recs := benchExchanges(benchPool, shared)
 	raw := rawBytes(recs)
 	b.SetBytes(int64(len(raw) / len(recs)))
 	opts.Dir = b.TempDir()
@@ -144,15 +170,25 @@ func diskBytes(b *testing.B, dir string) int64 {
 // BenchmarkWrite: records/s through the dataset writer on one goroutine, and
 // bytes on disk per record.
 func BenchmarkWrite(b *testing.B) {
-	b.Run("spool", func(b *testing.B) { benchWrite(b, WriterOptions{Recorder: "bench"}) })
-	b.Run("nospool", func(b *testing.B) { benchWrite(b, WriterOptions{Recorder: "bench", NoSpool: true}) })
+	for _, shared := range []bool{true, false} {
+		b.Run(fmt.Sprintf("spool/shared=%v", shared), func(b *testing.B) { benchWrite(b, WriterOptions{Recorder: "bench"}, shared) })
+		b.Run(fmt.Sprintf("nospool/shared=%v", shared), func(b *testing.B) {
+			benchWrite(b, WriterOptions{Recorder: "bench", NoSpool: true}, shared)
+		})
+	}
 }
 
 // BenchmarkZstdAlone compresses the same records' raw HTTP text with
 // klauspost zstd at the writer's level (SpeedFastest) in 1 MiB blocks: the
 // floor a Parquet writer sits on.
 func BenchmarkZstdAlone(b *testing.B) {
-	recs := benchExchanges(benchPool)
+	for _, shared := range []bool{true, false} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) { benchZstd(b, shared) })
+	}
+}
+
+func benchZstd(b *testing.B, shared bool) {
+	recs := benchExchanges(benchPool, shared)
 	raw := rawBytes(recs)
 	per := len(raw) / len(recs)
 	enc, err := kzstd.NewWriter(nil, kzstd.WithEncoderLevel(kzstd.SpeedFastest), kzstd.WithEncoderConcurrency(1))
@@ -176,26 +212,42 @@ func BenchmarkZstdAlone(b *testing.B) {
 }
 
 // BenchmarkGzipRawHTTP: the GoReplay-style baseline, the same exchanges as
-// raw HTTP text in one gzip stream (default level).
+// raw HTTP text in one gzip stream (default level), one record per iteration.
 func BenchmarkGzipRawHTTP(b *testing.B) {
-	recs := benchExchanges(benchPool)
-	raw := rawBytes(recs)
-	b.SetBytes(int64(len(raw) / len(recs)))
-	b.ResetTimer()
-	var out bytes.Buffer
-	for i := 0; i < b.N; i++ {
-		out.Reset()
-		zw := gzip.NewWriter(&out)
-		zw.Write(raw)
-		zw.Close()
+	for _, shared := range []bool{true, false} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) { benchGzip(b, shared) })
 	}
-	b.ReportMetric(float64(out.Len())/float64(len(recs)), "gzip-B/record")
-	b.ReportMetric(float64(len(raw))/float64(len(recs)), "raw-B/record")
 }
+
+func benchGzip(b *testing.B, shared bool) {
+	recs := benchExchanges(benchPool, shared)
+	var raws [][]byte
+	total := 0
+	for i := range recs {
+		var buf bytes.Buffer
+		rawHTTP(&buf, &recs[i])
+		raws = append(raws, buf.Bytes())
+		total += buf.Len()
+	}
+	b.SetBytes(int64(total / len(recs)))
+	var out countWriter
+	zw := gzip.NewWriter(&out)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		zw.Write(raws[i%len(raws)])
+	}
+	zw.Close()
+	b.ReportMetric(float64(out)/float64(b.N), "gzip-B/record")
+	b.ReportMetric(float64(total)/float64(len(recs)), "raw-B/record")
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // BenchmarkRead: records/s through the time-ordered reader.
 func BenchmarkRead(b *testing.B) {
-	recs := benchExchanges(benchPool)
+	recs := benchExchanges(benchPool, true)
 	dir := b.TempDir()
 	w, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: dir, NoSpool: true})
 	if err != nil {

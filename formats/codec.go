@@ -28,6 +28,8 @@ func appendRecord[T Record](b []byte, rec *T) []byte {
 		return appendExchange(b, r)
 	case *Result:
 		return appendResult(b, r)
+	case *Metric:
+		return appendMetric(b, r)
 	}
 	return b
 }
@@ -41,6 +43,8 @@ func decodeRecord[T Record](data []byte, rec *T) error {
 		d.exchange(r)
 	case *Result:
 		d.result(r)
+	case *Metric:
+		d.metric(r)
 	}
 	if d.bad || len(d.b) != 0 {
 		return errCodec

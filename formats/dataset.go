@@ -164,7 +164,7 @@ func describe(path string, pf *parquet.File) (*FileInfo, error) {
 	}
 	tcol := ""
 	switch schemaFamily(fi.Schema) {
-	case "exchange":
+	case "exchange", "metrics":
 		tcol = "ts_unix_ns"
 	case "result":
 		tcol = "orig_ts"

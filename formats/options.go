@@ -8,7 +8,7 @@ import (
 
 // Record is the set of row types a dataset can hold.
 type Record interface {
-	Exchange | Result
+	Exchange | Result | Metric
 }
 
 // Keys of the file key-value metadata every reel file carries.

@@ -182,7 +182,10 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 		r.release(ru)
 		return fmt.Errorf("%s: %w: row group %d vanished", ru.path, ErrBadFile, ru.group)
 	}
-	ru.gr = parquet.NewGenericRowGroupReader[T](groups[ru.group])
+	if err := ru.open(groups[ru.group]); err != nil {
+		r.release(ru)
+		return err
+	}
 	ru.buf = make([]T, r.opts.BatchRows)
 	if err := r.fill(ru); err != nil {
 		r.release(ru)
@@ -194,6 +197,17 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 	}
 	ru.key = timeKey(&ru.buf[0])
 	heap.Push(&r.heap, ru)
+	return nil
+}
+
+// open starts reading a row group.
+func (ru *run[T]) open(rg parquet.RowGroup) (err error) {
+	defer func() {
+		if p := recover(); p != nil { // parquet-go on a damaged file
+			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
+		}
+	}()
+	ru.gr = parquet.NewGenericRowGroupReader[T](rg)
 	return nil
 }
 

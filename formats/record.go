@@ -9,6 +9,8 @@ func schemaName[T Record]() string {
 	switch any(&zero).(type) {
 	case *Exchange:
 		return ExchangeSchema
+	case *Metric:
+		return MetricSchema
 	default:
 		return ResultSchema
 	}
@@ -20,7 +22,7 @@ func schemaName[T Record]() string {
 func timeColumn[T Record]() string {
 	var zero T
 	switch any(&zero).(type) {
-	case *Exchange:
+	case *Exchange, *Metric:
 		return "ts_unix_ns"
 	default:
 		return "orig_ts"
@@ -35,6 +37,8 @@ func timeKey[T Record](p *T) int64 {
 		return r.TsUnixNs
 	case *Result:
 		return r.OrigTs.UnixMicro() * 1000
+	case *Metric:
+		return r.TsUnixNs
 	}
 	return 0
 }
@@ -52,6 +56,8 @@ func sizeEstimate[T Record](p *T) int64 {
 	case *Result:
 		return int64(192 + len(r.RunID) + len(r.Recorder) + len(r.Error) + 4*len(r.ITLUs) +
 			len(r.Method) + len(r.Path) + len(r.Model))
+	case *Metric:
+		return metricSize(r)
 	}
 	return 0
 }

@@ -29,7 +29,7 @@ import (
 // Finally, temporary files ('_' + name) of sessions that are no longer alive
 // are deleted: their records were in the spool just recovered.
 
-var tempFileRE = regexp.MustCompile(`^_(.+)-[0-9]+\.parquet$`)
+var tempFileRE = regexp.MustCompile(`^_(.+)-[0-9]+\.parquet\.tmp$`)
 
 func recoverDataset[T Record](ctx context.Context, w *Writer[T]) (recovered, lost int64, err error) {
 	spoolRoot := filepath.Join(w.opts.Dir, spoolDirName)
@@ -166,7 +166,7 @@ func recoverSpool[T Record](ctx context.Context, w *Writer[T], dir string) (reco
 							cfg = w.cfg
 						}
 						w.next++
-						temp := filepath.Join(filepath.Dir(final), fmt.Sprintf("_%s-%d.parquet", w.sid, w.next))
+						temp := filepath.Join(filepath.Dir(final), fmt.Sprintf("_%s-%d.parquet.tmp", w.sid, w.next))
 						fw, err = newFileWriter[T](final, temp, ordinal, 0, w.opts.Now(), cfg)
 						if err != nil {
 							return n, l, err

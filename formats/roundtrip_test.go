@@ -234,3 +234,17 @@ func TestReaderBadFiles(t *testing.T) {
 		t.Fatalf("result reader on exchanges: %v", err)
 	}
 }
+
+// TestSameSecondWriters: writers with the same recorder id opened in the
+// same second never overwrite each other's files.
+func TestSameSecondWriters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := func() time.Time { return t0 }
+	for i := range 3 {
+		writeAll(t, WriterOptions{Dir: dir, Recorder: "same", Now: now}, []Exchange{testExchange(int64(i), time.Duration(i))})
+	}
+	if got := readAll[Exchange](t, []string{dir}, ReaderOptions{}); len(got) != 3 {
+		t.Fatalf("read %d records, want 3", len(got))
+	}
+}

@@ -21,8 +21,9 @@ var recorderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // Dir/dt=YYYY-MM-DD/hour=HH/<recorder>-<start>-<n>.parquet, partitioned by
 // the record's time (Exchange.TsUnixNs, Result.OrigTs).
 //
-// Each file is written under a name starting with '_' and renamed when it is
-// complete, so readers never see a partial file. Unless NoSpool is set, every
+// Each file is written as _<name>.parquet.tmp and renamed when it is
+// complete, so readers never see a partial file (Spark and Hadoop skip '_'
+// names; globs like DIR/**/*.parquet never match '.tmp'). Unless NoSpool is set, every
 // record is first appended to a write-ahead spool under Dir/_spool/, synced
 // every SyncEvery, and leaves the spool only once it sits in a renamed file;
 // NewWriter recovers what a killed predecessor left there.
@@ -232,11 +233,19 @@ func (w *Writer[T]) fileFor(hour int64) (*fileWriter[T], error) {
 			return nil, err
 		}
 	}
-	w.next++
-	name := fmt.Sprintf("%s-%d.parquet", w.sid, w.next)
-	rel := filepath.Join(partitionDir(hour), name)
-	final := filepath.Join(w.opts.Dir, rel)
-	temp := filepath.Join(w.opts.Dir, partitionDir(hour), "_"+name)
+	// A session id repeats when a writer on the same recorder id opened in
+	// the same second as an earlier, closed one: skip numbers in use.
+	var rel, final, temp string
+	for {
+		w.next++
+		name := fmt.Sprintf("%s-%d.parquet", w.sid, w.next)
+		rel = filepath.Join(partitionDir(hour), name)
+		final = filepath.Join(w.opts.Dir, rel)
+		temp = filepath.Join(w.opts.Dir, partitionDir(hour), "_"+name+".tmp")
+		if !exists(final) && !exists(temp) {
+			break
+		}
+	}
 	if w.sess.spooling() {
 		if err := w.sess.appendOpen(w.next, rel); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
@@ -297,4 +306,9 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

@@ -119,7 +119,9 @@ func (j *job) body(kind bodyKind, body []byte) (Body, error) {
 			return Body{}, nil
 		case TextDetect:
 			s, _ := r.detect(string(body))
-			j.topicText = append(j.topicText, body...)
+			if r.topics != nil {
+				r.topics.scan(body, &j.topics)
+			}
 			out = []byte(s)
 		default:
 			out = j.redactText(body)
@@ -135,7 +137,7 @@ func (j *job) body(kind bodyKind, body []byte) (Body, error) {
 		if len(j.hashes) > 0 {
 			res.PrefixHashes = append([]int64(nil), j.hashes...)
 		}
-		res.Topic = r.topic(j.topicText)
+		res.Topic = r.topics.best(&j.topics)
 	}
 	return res, nil
 }
@@ -143,12 +145,12 @@ func (j *job) body(kind bodyKind, body []byte) (Body, error) {
 // redactText turns a whole text into chained synthetic text.
 func (j *job) redactText(text []byte) []byte {
 	if j.r.topics != nil && j.chain.domain == domainPrompt {
-		j.topicText = append(j.topicText, text...)
+		j.r.topics.scan(text, &j.topics)
 	}
 	j.in = text
-	j.doc, j.synth, j.edits = append(j.doc[:0], text...), j.synth[:0], j.edits[:0]
+	j.synth, j.edits = j.synth[:0], j.edits[:0]
 	j.edits = append(j.edits, edit{start: 0, end: len(text), kind: editTail, expl: j.note("", "text", "text body: chained synthetic text", "", text)})
-	j.segs = append(j.segs[:0], segment{a: 0, b: len(text), edit: 0})
+	j.segs = append(j.segs[:0], segment{text: text, edit: 0})
 	j.runChain()
 	return j.write(nil)
 }
@@ -225,9 +227,9 @@ func (j *job) redactSSE(body []byte) []byte {
 // appendTextValue appends chained synthetic text for v.
 func (j *job) appendTextValue(out, v []byte) []byte {
 	j.in = v
-	j.doc, j.synth = append(j.doc[:0], v...), j.synth[:0]
+	j.synth = j.synth[:0]
 	j.edits = append(j.edits[:0], edit{start: 0, end: len(v), kind: editTail, expl: -1})
-	j.segs = append(j.segs[:0], segment{a: 0, b: len(v), edit: 0})
+	j.segs = append(j.segs[:0], segment{text: v, edit: 0})
 	j.runChain()
 	return j.write(out)
 }
@@ -260,9 +262,8 @@ func (j *job) redactForm(body []byte) []byte {
 		if _, keep := j.r.keep.find([]string{key}); keep {
 			nv, _ = j.r.detect(val)
 		} else {
-			if j.r.topics != nil {
-				j.topicText = append(j.topicText, val...)
-				j.topicText = append(j.topicText, '\n')
+			if j.r.topics != nil && j.chain.domain == domainPrompt {
+				j.r.topics.scan([]byte(val), &j.topics)
 			}
 			nv = string(j.appendTextValue(nil, []byte(val)))
 		}

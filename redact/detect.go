@@ -52,7 +52,9 @@ var detectors = []detector{
 	{EntityEmail, regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`), nil, tokenEmail},
 	{EntityIBAN, regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), validIBAN, tokenIBAN},
 	{EntityCNID, regexp.MustCompile(`\b[1-9][0-9]{16}[0-9Xx]\b`), validCNID, tokenCNID},
-	{EntityCard, regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`), validLuhn, tokenCard},
+	// Card numbers start with 2-6 (Mastercard, Amex/JCB/Diners, Visa, Mastercard, Discover/UnionPay):
+	// millisecond and microsecond timestamps start with 1 and are left alone.
+	{EntityCard, regexp.MustCompile(`\b[2-6](?:[ -]?[0-9]){12,18}\b`), validLuhn, tokenCard},
 	{EntitySSN, regexp.MustCompile(`\b[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}\b`), validSSN, tokenSSN},
 	{EntityPhone, regexp.MustCompile(`\+[1-9](?:[ -]?\(?[0-9]\)?){6,14}\b`), nil, tokenDigits(2)},
 	{EntityCNMobile, regexp.MustCompile(`\b1[3-9][0-9](?:[ -]?[0-9]){8}\b`), nil, tokenCNMobile},
@@ -67,23 +69,33 @@ type Finding struct {
 	Token string
 }
 
-// needsScan is the cheap pre-filter: text without a digit, '@', or the
-// first letters of a key or token shape cannot hold anything detectable.
+// needsScan is the cheap pre-filter: only text with an '@', two colons,
+// seven digits (phones, cards, IDs, IBANs, SSNs), four digits and three
+// dots (IPv4), or the first letters of a key or token shape can hold
+// anything detectable. Model names like "gpt-4o" skip the regexps.
 func needsScan[T string | []byte](s T) bool {
+	digits, dots, colons := 0, 0, 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
-		case '@', ':', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		case '@':
 			return true
-		case 's', 'A', 'e', 'y', 'b', 'B', '-':
+		case ':':
+			colons++
+		case '.':
+			dots++
+		case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			digits++
+		case 's', 'A', 'e', 'y', 'b', 'B', '-', 'w', 'W':
 			if i+2 < len(s) {
 				switch string(s[i : i+3]) {
-				case "sk-", "AKI", "ASI", "AGP", "AID", "ARO", "ANP", "ANV", "AIP", "AIz", "eyJ", "ya2", "bea", "Bea", "BEA", "---":
+				case "sk-", "AKI", "ASI", "AGP", "AID", "ARO", "ANP", "ANV", "AIP", "AIz", "eyJ", "ya2",
+					"bea", "Bea", "BEA", "---", "ws_", "WS_", "wss", "WSS", "Wss":
 					return true
 				}
 			}
 		}
 	}
-	return false
+	return colons >= 2 || digits >= 7 || digits >= 4 && dots >= 3
 }
 
 // detect replaces every detected value in s by its token.
@@ -137,7 +149,7 @@ func (r *Redactor) detectDigits(d string) (string, bool) {
 	switch {
 	case len(d) == 18 && validCNID(d):
 		typ, tok = EntityCNID, tokenCNID
-	case len(d) >= 13 && len(d) <= 19 && validLuhn(d):
+	case len(d) >= 13 && len(d) <= 19 && d[0] >= '2' && d[0] <= '6' && validLuhn(d):
 		typ, tok = EntityCard, tokenCard
 	case len(d) == 11 && d[0] == '1' && d[1] >= '3':
 		typ, tok = EntityCNMobile, tokenCNMobile

@@ -113,6 +113,10 @@ func (r *Redactor) RedactPath(p string) string {
 	}
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
+		if nv, changed := r.detect(s); changed {
+			s = url.PathEscape(nv)
+			segs[i] = s
+		}
 		dec, err := url.PathUnescape(s)
 		if err != nil {
 			dec = s
@@ -142,26 +146,44 @@ func (r *Redactor) RedactQuery(q string) string {
 		if err != nil {
 			key = k
 		}
-		nk, kChanged := r.detect(key)
-		if kChanged {
-			k = url.QueryEscape(nk)
+		k = r.detectQueryPart(k)
+		if !hasEq {
+			pairs[i] = k
+			continue
 		}
-		if hasEq {
+		if synthetic && !r.queryKeep[key] {
 			val, err := url.QueryUnescape(v)
 			if err != nil {
 				val = v
 			}
-			if synthetic && !r.queryKeep[key] {
-				v = url.QueryEscape(r.SynthesizeString(val))
-			} else if nv, changed := r.detect(val); changed {
-				v = url.QueryEscape(nv)
-			}
-			pairs[i] = k + "=" + v
+			v = url.QueryEscape(r.SynthesizeString(val))
 		} else {
-			pairs[i] = k
+			v = r.detectQueryPart(v)
 		}
+		pairs[i] = k + "=" + v
 	}
 	return strings.Join(pairs, "&")
+}
+
+// detectQueryPart runs the detectors over a raw query key or value read
+// three ways: as sent, percent-decoded with '+' kept (clients do not always
+// escape a phone number's '+'), and form-decoded ('+' as a space). A
+// change re-encodes the part.
+func (r *Redactor) detectQueryPart(raw string) string {
+	if nv, changed := r.detect(raw); changed {
+		raw = url.QueryEscape(nv)
+	}
+	if dec, err := url.PathUnescape(raw); err == nil && dec != raw {
+		if nv, changed := r.detect(dec); changed {
+			raw = url.QueryEscape(nv)
+		}
+	}
+	if dec, err := url.QueryUnescape(raw); err == nil && dec != raw {
+		if nv, changed := r.detect(dec); changed {
+			raw = url.QueryEscape(nv)
+		}
+	}
+	return raw
 }
 
 // pseudonym maps a session key to a stable keyed name: sessions still

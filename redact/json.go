@@ -28,10 +28,10 @@ type edit struct {
 	expl       int // index into job.expl, or -1
 }
 
-// segment is a run of prompt text in doc that the chain turns into
-// synthetic text for edits[edit].
+// segment is a run of prompt text that the chain turns into synthetic text
+// for edits[edit]: a view of the input, or of doc for unescaped strings.
 type segment struct {
-	a, b int
+	text []byte
 	edit int
 }
 
@@ -51,9 +51,41 @@ type job struct {
 	chain     chain
 	hashes    []int64
 	allPrompt bool // responses: every non-kept string is chained
-	topicText []byte
+	topics    topicScan // keyword hits over the raw prompt (requests)
 	explain   bool
 	expl      []Explanation
+	rules     map[string]fieldRule // classification by path, kept across uses
+	pathKey   []byte
+}
+
+// fieldRule is how a string at one path is handled.
+type fieldRule struct {
+	keep, prompt bool
+	rule         string // the matching rule, for explanations
+}
+
+// classify returns how a string at the current path is handled, from a
+// per-job cache: a body repeats a handful of paths many times.
+func (j *job) classify() fieldRule {
+	j.pathKey = j.pathKey[:0]
+	for _, k := range j.path {
+		j.pathKey = append(j.pathKey, k...)
+		j.pathKey = append(j.pathKey, 0)
+	}
+	if fr, ok := j.rules[string(j.pathKey)]; ok {
+		return fr
+	}
+	var fr fieldRule
+	if rule, ok := j.r.keep.find(j.path); ok {
+		fr = fieldRule{keep: true, rule: rule}
+	} else if rule, ok := j.r.prompt.find(j.path); ok {
+		fr = fieldRule{prompt: true, rule: rule}
+	}
+	if j.rules == nil || len(j.rules) > 4096 {
+		j.rules = make(map[string]fieldRule)
+	}
+	j.rules[string(j.pathKey)] = fr
+	return fr
 }
 
 func (r *Redactor) getJob(domain byte) *job {
@@ -62,7 +94,7 @@ func (r *Redactor) getJob(domain byte) *job {
 	j.chain.reset(r.mac(), domain)
 	j.allPrompt = domain == domainResponse
 	j.hashes = j.hashes[:0]
-	j.topicText = j.topicText[:0]
+	j.topics.reset(r.topics)
 	j.explain = false
 	j.expl = j.expl[:0]
 	return j
@@ -72,9 +104,11 @@ func (r *Redactor) putJob(j *job) {
 	r.putMAC(j.chain.mac)
 	j.chain.mac = nil
 	j.in = nil
+	clear(j.segs) // do not keep the caller's body alive from the pool
+	j.segs = j.segs[:0]
 	j.path = j.path[:0]
 	if cap(j.doc) > 1<<22 || cap(j.synth) > 1<<22 {
-		j.doc, j.synth, j.topicText = nil, nil, nil // do not pin huge buffers in the pool
+		j.doc, j.synth = nil, nil // do not pin huge buffers in the pool
 	}
 	j.r.jobs.Put(j)
 }
@@ -101,14 +135,13 @@ func (j *job) redactJSON(out, in []byte) []byte {
 		}
 	}
 	if j.errPos >= 0 && j.errPos < len(in) {
-		a := len(j.doc)
-		j.doc = append(j.doc, in[j.errPos:]...)
 		j.edits = append(j.edits, edit{start: j.errPos, end: len(in), kind: editTail, expl: j.note("", "text", "not JSON from here: synthetic text", "", in[j.errPos:])})
-		j.segs = append(j.segs, segment{a: a, b: len(j.doc), edit: len(j.edits) - 1})
+		j.segs = append(j.segs, segment{text: in[j.errPos:], edit: len(j.edits) - 1})
 	}
 	if j.r.topics != nil && !j.allPrompt {
-		j.topicText = append(j.topicText, j.doc...)
-		j.topicText = append(j.topicText, '\n')
+		for _, s := range j.segs {
+			j.r.topics.scan(s.text, &j.topics)
+		}
 	}
 	j.runChain()
 	return j.write(out)
@@ -118,7 +151,7 @@ func (j *job) redactJSON(out, in []byte) []byte {
 // synthesizes each block from its hash.
 func (j *job) runChain() {
 	for _, s := range j.segs {
-		text := j.doc[s.a:s.b]
+		text := s.text
 		start := len(j.synth)
 		for len(text) > 0 {
 			n := nextBlockEnd(text, j.r.blockBytes)
@@ -381,7 +414,8 @@ func (j *job) stringValue() bool {
 	}
 	raw := j.in[s+1 : end-1]
 	j.pos = end
-	if rule, keep := j.r.keep.find(j.path); keep {
+	fr := j.classify()
+	if rule, keep := fr.rule, fr.keep; keep {
 		val, ok := j.decode(raw, esc)
 		if !ok {
 			j.pos = s
@@ -401,28 +435,25 @@ func (j *job) stringValue() bool {
 		}
 		return true
 	}
-	rule, prompt := "", j.allPrompt
-	if !prompt {
-		rule, prompt = j.r.prompt.find(j.path)
-	}
+	rule, prompt := fr.rule, fr.prompt || j.allPrompt
 	if prompt {
-		a := len(j.doc)
+		text := raw
 		if esc {
+			a := len(j.doc)
 			var ok bool
 			if j.doc, ok = appendDecoded(j.doc, raw); !ok {
 				j.doc = j.doc[:a]
 				j.pos = s
 				return j.fail(s)
 			}
-		} else {
-			j.doc = append(j.doc, raw...)
+			text = j.doc[a:]
 		}
 		why := "prompt text (rule %s): chained synthetic text"
 		if j.allPrompt {
 			why = "response text: chained synthetic text"
 		}
-		j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, expl: j.note("", "synthetic", why, rule, j.doc[a:])})
-		j.segs = append(j.segs, segment{a: a, b: len(j.doc), edit: len(j.edits) - 1})
+		j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, expl: j.note("", "synthetic", why, rule, text)})
+		j.segs = append(j.segs, segment{text: text, edit: len(j.edits) - 1})
 		return true
 	}
 	val, ok := j.decode(raw, esc)
@@ -430,9 +461,8 @@ func (j *job) stringValue() bool {
 		j.pos = s
 		return j.fail(s)
 	}
-	if j.r.topics != nil {
-		j.topicText = append(j.topicText, val...)
-		j.topicText = append(j.topicText, '\n')
+	if j.r.topics != nil && !j.allPrompt {
+		j.r.topics.scan(val, &j.topics)
 	}
 	g := j.r.seed(domainField, unsafeString(val))
 	a := len(j.synth)

@@ -43,7 +43,7 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 		Ts: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), TsUnixNs: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano(),
 		Recorder: "leaktest", Seq: seq, Session: v, Client: v + ":5123",
 		Method: "POST", Host: "gateway.internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
-		Query:          "q=" + url.QueryEscape(v) + "&api-version=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=1",
+		Query:          "q=" + url.QueryEscape(v) + "&api-version=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=1&raw=" + v,
 		ReqContentType: "application/json",
 		ReqHeaders: map[string]string{
 			"Content-Type": "application/json", "User-Agent": "client/1.0 (" + v + ")", "X-Request-Id": v,

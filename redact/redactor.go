@@ -76,6 +76,7 @@ type Redactor struct {
 
 	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
 	jobs sync.Pool // *job
+	bufs sync.Pool // *[]byte scratch for seed
 }
 
 // New binds a policy to a dataset key (at least MinKeyBytes). A nil policy
@@ -109,6 +110,7 @@ func New(p *Policy, key []byte) (*Redactor, error) {
 	}
 	r.macs.New = func() any { return hmac.New(sha256.New, r.key) }
 	r.jobs.New = func() any { return new(job) }
+	r.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	mac := r.mac()
 	mac.Write([]byte{domainKeyID})
 	r.keyID = hex.EncodeToString(mac.Sum(nil)[:6])
@@ -143,15 +145,19 @@ func (r *Redactor) putMAC(m hash.Hash) { r.macs.Put(m) }
 // value, unrelated across keys.
 func (r *Redactor) seed(domain byte, parts ...string) rng {
 	m := r.mac()
-	m.Write([]byte{domain})
+	buf := r.bufs.Get().(*[]byte)
+	b := append((*buf)[:0], domain)
 	for _, p := range parts {
-		m.Write([]byte(p))
-		m.Write([]byte{0})
+		b = append(b, p...)
+		b = append(b, 0)
 	}
-	var sum [32]byte
-	m.Sum(sum[:0])
+	m.Write(b)
+	b = m.Sum(b[:0])
+	g := newRNG(b)
+	*buf = b
+	r.bufs.Put(buf)
 	r.putMAC(m)
-	return newRNG(sum[:])
+	return g
 }
 
 // SynthesizeString returns synthetic text for s keyed by its own value:

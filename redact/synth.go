@@ -46,6 +46,7 @@ type chain struct {
 	prev   [32]byte
 	n      int // blocks so far
 	sum    [32]byte
+	hdr    [33]byte // domain || previous hash; a field so it does not escape per call
 }
 
 func (c *chain) reset(mac hash.Hash, domain byte) {
@@ -56,13 +57,12 @@ func (c *chain) reset(mac hash.Hash, domain byte) {
 // next chains one block and returns its hash.
 func (c *chain) next(block []byte) []byte {
 	c.mac.Reset()
-	var hdr [33]byte
-	hdr[0] = c.domain
-	copy(hdr[1:], c.prev[:])
+	c.hdr[0] = c.domain
+	copy(c.hdr[1:], c.prev[:])
 	if c.n == 0 {
-		c.mac.Write(hdr[:1])
+		c.mac.Write(c.hdr[:1])
 	} else {
-		c.mac.Write(hdr[:])
+		c.mac.Write(c.hdr[:])
 	}
 	c.mac.Write(block)
 	c.mac.Sum(c.sum[:0])

@@ -1,9 +1,6 @@
 package redact
 
-import (
-	"bytes"
-	"strings"
-)
+import "strings"
 
 type topicRule struct {
 	name     string
@@ -12,14 +9,27 @@ type topicRule struct {
 
 // topicIndex finds every rule's keywords in one pass over the text.
 type topicIndex struct {
-	rules []topicRule
-	first [256][]topicKeyword // keywords by their first byte
+	rules     []topicRule
+	first     [256][]topicKeyword // keywords by their first byte
+	isFirst   [256]bool
+	pair      [1024]uint64 // bit set of the first two (lower-cased) bytes of every keyword
+	firstList []topicKeyword // all keywords, by id
 }
 
 type topicKeyword struct {
 	word []byte
 	rule int
 	id   int // distinct per (rule, keyword)
+}
+
+func (ix *topicIndex) setPair(a, b byte) {
+	k := int(a)<<8 | int(b)
+	ix.pair[k>>6] |= 1 << (k & 63)
+}
+
+func (ix *topicIndex) hasPair(a, b byte) bool {
+	k := int(a)<<8 | int(b)
+	return ix.pair[k>>6]&(1<<(k&63)) != 0
 }
 
 func compileTopics(rules []TopicRule) *topicIndex {
@@ -36,7 +46,17 @@ func compileTopics(rules []TopicRule) *topicIndex {
 			}
 			w := []byte(strings.ToLower(k))
 			tr.keywords = append(tr.keywords, w)
-			ix.first[w[0]] = append(ix.first[w[0]], topicKeyword{word: w, rule: ri, id: id})
+			k := topicKeyword{word: w, rule: ri, id: id}
+			ix.first[w[0]] = append(ix.first[w[0]], k)
+			ix.isFirst[w[0]] = true
+			if len(w) > 1 {
+				ix.setPair(w[0], w[1])
+			} else {
+				for c := range 256 {
+					ix.setPair(w[0], byte(c))
+				}
+			}
+			ix.firstList = append(ix.firstList, k)
 			id++
 		}
 		ix.rules = append(ix.rules, tr)
@@ -44,45 +64,80 @@ func compileTopics(rules []TopicRule) *topicIndex {
 	return ix
 }
 
-// topic labels raw text: the rule with the most distinct keywords found
-// wins, the first one on a tie; "" when none matches. text is lower-cased
-// (ASCII) in place. ASCII keywords match only at word starts.
-func (r *Redactor) topic(text []byte) string {
-	ix := r.topics
-	if ix == nil || len(text) == 0 {
-		return ""
+// topicScan accumulates keyword hits over the texts of one body.
+type topicScan struct {
+	seen []bool // by keyword id
+	hits []int  // distinct keywords found, by rule
+}
+
+func (ts *topicScan) reset(ix *topicIndex) {
+	if ix == nil {
+		return
 	}
-	for i, c := range text {
-		if c >= 'A' && c <= 'Z' {
-			text[i] = c + 'a' - 'A'
+	ts.seen = append(ts.seen[:0], make([]bool, len(ix.firstList))...)
+	ts.hits = append(ts.hits[:0], make([]int, len(ix.rules))...)
+}
+
+// lowerASCII maps A-Z to a-z and every other byte to itself.
+var lowerASCII = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
 		}
 	}
-	var seenBuf [64]bool
-	seen := seenBuf[:0]
-	hits := make([]int, len(ix.rules))
+	return t
+}()
+
+// scan records the keywords found in text (case-insensitive for ASCII;
+// ASCII keywords only at word starts).
+func (ix *topicIndex) scan(text []byte, ts *topicScan) {
 	prevAlnum := false
-	for i, c := range text {
-		alnum := isASCIIAlnum(c)
-		if (alnum && prevAlnum) || len(ix.first[c]) == 0 {
+	for i := 0; i+1 < len(text); i++ {
+		c := lowerASCII[text[i]]
+		alnum := asciiAlnum[c]
+		if !ix.hasPair(c, lowerASCII[text[i+1]]) || (alnum && prevAlnum) {
 			prevAlnum = alnum
 			continue
 		}
 		prevAlnum = alnum
 		for _, k := range ix.first[c] {
-			if !bytes.HasPrefix(text[i:], k.word) {
+			if ts.seen[k.id] || !hasPrefixFold(text[i:], k.word) {
 				continue
 			}
-			for len(seen) <= k.id {
-				seen = append(seen, false)
-			}
-			if !seen[k.id] {
-				seen[k.id] = true
-				hits[k.rule]++
-			}
+			ts.seen[k.id] = true
+			ts.hits[k.rule]++
 		}
 	}
+}
+
+var asciiAlnum = func() (t [256]bool) {
+	for i := range t {
+		t[i] = isASCIIAlnum(byte(i))
+	}
+	return t
+}()
+
+func hasPrefixFold(s, lowerPrefix []byte) bool {
+	if len(s) < len(lowerPrefix) {
+		return false
+	}
+	for i, c := range lowerPrefix {
+		if lowerASCII[s[i]] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// best names the rule with the most distinct keywords found, the first on
+// a tie; "" when none matched.
+func (ix *topicIndex) best(ts *topicScan) string {
+	if ix == nil {
+		return ""
+	}
 	best, bestHits := "", 0
-	for ri, h := range hits {
+	for ri, h := range ts.hits {
 		if h > bestHits {
 			best, bestHits = ix.rules[ri].name, h
 		}
@@ -91,4 +146,12 @@ func (r *Redactor) topic(text []byte) string {
 }
 
 // Topic labels text by the policy's keyword rules; see Policy.Topics.
-func (r *Redactor) Topic(text string) string { return r.topic([]byte(text)) }
+func (r *Redactor) Topic(text string) string {
+	var ts topicScan
+	ts.reset(r.topics)
+	if r.topics == nil {
+		return ""
+	}
+	r.topics.scan([]byte(text), &ts)
+	return r.topics.best(&ts)
+}

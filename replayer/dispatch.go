@@ -18,7 +18,7 @@ const DefaultSpinWindow = 2 * time.Millisecond
 // yieldEvery spaces the yields of the precise wait: runtime.Gosched takes
 // the scheduler's global lock, and yielding on every loop turn made the
 // spinning dispatcher the hottest user of that lock (bench/replay profile).
-const yieldEvery = 0 * time.Microsecond
+const yieldEvery = 5 * time.Microsecond
 
 // waitUntil returns at the monotonic time due (ns, see mono): it sleeps until
 // spin before it, then spins on the clock, yielding every yieldEvery so the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,8 @@ type collector struct {
 	done  chan struct{}
 	sink  Sink
 	aopts analysis.Options
-	out   io.Writer // nil = no progress
+	out   io.Writer  // nil = no progress
+	outMu sync.Mutex // guards writes to out (collector and dispatcher both print)
 	tty   bool
 	step  bool                          // frames are summarised by takeFrame, not when complete
 	live  func() (sent, inflight int64) // read by the live line; set before the first send
@@ -57,9 +59,11 @@ func newCollector(sink Sink, aopts analysis.Options, out io.Writer, tty, step bo
 		out: out, tty: tty && out != nil, step: step, abort: abort,
 		all: analysis.New(aopts), frames: map[int64]*frameState{},
 	}
-	go c.loop()
 	return c
 }
+
+// start runs the collector; set live first.
+func (c *collector) start() { go c.loop() }
 
 func (c *collector) sentCount() int64 { return c.sent.Load() }
 
@@ -85,6 +89,8 @@ func (c *collector) close() (*analysis.Summary, error) {
 
 func (c *collector) printf(format string, args ...any) {
 	if c.out != nil {
+		c.outMu.Lock()
+		defer c.outMu.Unlock()
 		if c.tty {
 			io.WriteString(c.out, "\r\033[K")
 		}
@@ -167,10 +173,12 @@ func (c *collector) maybeDone(f int64, st *frameState) {
 		return
 	}
 	if c.out != nil {
+		c.outMu.Lock()
 		if c.tty {
 			io.WriteString(c.out, "\r\033[K")
 		}
 		analysis.WriteFrameLine(c.out, frameOf(st, time.Unix(0, f).UTC()))
+		c.outMu.Unlock()
 	}
 	delete(c.frames, f)
 }
@@ -183,6 +191,8 @@ func (c *collector) liveLine() {
 	}
 	sent, inflight := c.live()
 	f := frameOf(st, time.Unix(0, c.newest).UTC())
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
 	fmt.Fprintf(c.out, "\r\033[K%s  sent %d  in flight %d  ok %d err %d  e2e p99 %s  lag p99 %s",
 		time.Unix(0, c.newest).UTC().Format("15:04:05"), sent, inflight, f.OK, f.Errors,
 		analysis.FormatDuration(f.E2E.P99), analysis.FormatDuration(f.Lag.P99))
@@ -197,10 +207,10 @@ func (c *collector) finish() {
 		}
 	}
 	c.sum = c.all.Summary()
-	if c.out != nil {
-		if c.tty {
-			io.WriteString(c.out, "\r\033[K")
-		}
+	if c.tty {
+		c.outMu.Lock()
+		io.WriteString(c.out, "\r\033[K")
+		c.outMu.Unlock()
 	}
 }
 

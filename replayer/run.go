@@ -221,6 +221,7 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 		col.add(res)
 	})
 	col.live = func() (int64, int64) { return col.sentCount(), snd.active.Load() }
+	col.start()
 
 	start := mono()
 	if !o.StartAt.IsZero() {
@@ -294,6 +295,7 @@ loop:
 			col.printStep(curIdx, f)
 		}
 	}
+	drain() // the reader has finished: readErr is settled
 	sum, sinkErr := col.close()
 	rep.Summary = sum
 	rep.HeldBack = snd.held.Load()

@@ -29,7 +29,7 @@ echo "## lag (median of $REPS runs of $DUR; µs)"
 printf '%-8s %-10s %10s %10s %10s %10s\n' rate sender lag_p50 lag_p99 lag_max achieved
 for rate in 1000 5000 20000; do
   for workers in 0 256; do
-    name=$([ "$workers" = 0 ] && echo goroutine || echo "pool$workers")
+    name=$([ "$workers" = 0 ] && echo elastic || echo "fixed$workers")
     : > "$out/runs"
     for _ in $(seq "$REPS"); do
       "$out/replay-bench" lag -target "http://$ADDR" -rate "$rate" -duration "$DUR" -workers "$workers" >> "$out/runs"

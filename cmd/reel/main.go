@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"stats":   {"describe recorded traffic: arrivals, sizes, frames that stand out and why", runStats},
 	"report":  {"SPEC §6 metrics of results or a recording: text, --json, --html", runReport},
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
+	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
 }
 
 // exitError carries a specific exit code (compare --fail-on uses 1 for a

@@ -47,7 +47,21 @@ type pending struct {
 	reqLost    int64 // request body bytes missing from the capture
 	respLost   int64
 	informal   bool // the response being read is a 1xx interim response
+	ack        uint32
+	ackOK      bool // ack is the client's ACK when it sent the request's first byte
 }
+
+// seqSource maps stream offsets to TCP numbers, so pairing can tell when
+// responses were lost (see align).
+type seqSource interface {
+	// clientAck is the ACK number the client sent with request-stream offset pos.
+	clientAck(pos int64) (uint32, bool)
+	// serverSeq is the sequence number of response-stream offset pos.
+	serverSeq(pos int64) (uint32, bool)
+}
+
+// seqBefore reports a < b in TCP sequence space (modulo 2^32).
+func seqBefore(a, b uint32) bool { return int32(a-b) < 0 }
 
 // httpConn pairs the requests and responses of one TCP connection in order
 // (keep-alive and pipelining) and feeds them to the recorder's Assembler.
@@ -59,8 +73,11 @@ type httpConn struct {
 
 	req, resp *halfParser
 
-	reqStart  time.Time  // first byte of the request being read
-	respStart time.Time  // first byte of the response being read
+	seqs      seqSource // nil: pair in order only
+	reqStart  time.Time // first byte of the request being read
+	respStart time.Time // first byte of the response being read
+	reqPos    int64     // its stream offset
+	respPos   int64
 	curReq    *pending   // the request being read, nil between requests
 	queue     []*pending // requests waiting for (the end of) their response, oldest first
 	curResp   *pending   // the exchange whose response is being read
@@ -80,11 +97,11 @@ func (c *httpConn) begin(start time.Time) *pending {
 	return p
 }
 
-func (c *httpConn) msgStart(resp bool, ts time.Time) {
+func (c *httpConn) msgStart(resp bool, ts time.Time, pos int64) {
 	if resp {
-		c.respStart = ts
+		c.respStart, c.respPos = ts, pos
 	} else {
-		c.reqStart = ts
+		c.reqStart, c.reqPos = ts, pos
 	}
 }
 
@@ -93,6 +110,9 @@ func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
 		p := c.begin(c.reqStart)
 		p.method = h.method
 		p.rec.SetRequest(requestOf(h))
+		if c.seqs != nil {
+			p.ack, p.ackOK = c.seqs.clientAck(c.reqPos)
+		}
 		c.curReq = p
 		c.push(p)
 		switch {
@@ -116,7 +136,9 @@ func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
 	}
 	p := c.curResp
 	p.informal = false
-	p.rec.SetResponse(c.respStart, h.status, h.header)
+	if p.rec != nil {
+		p.rec.SetResponse(c.respStart, h.status, h.header)
+	}
 	switch {
 	case h.status == http.StatusSwitchingProtocols,
 		p.method == http.MethodConnect && h.status >= 200 && h.status < 300:
@@ -135,6 +157,10 @@ func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
 // next returns the oldest request without a response, or a placeholder
 // exchange when the response has no request (capture began mid-connection).
 func (c *httpConn) next(start time.Time) *pending {
+	if !c.align() {
+		c.e.stats.orphans.Add(1)
+		return &pending{} // parsed for framing, not recorded
+	}
 	if len(c.queue) > 0 {
 		p := c.queue[0]
 		c.queue[0] = nil
@@ -148,16 +174,67 @@ func (c *httpConn) next(start time.Time) *pending {
 
 func (c *httpConn) push(p *pending) {
 	if len(c.queue) >= c.e.opts.MaxPipelined {
-		// Far more requests than responses: give up on this connection
-		// rather than hold their bodies.
-		c.stop()
-		for _, q := range c.queue {
-			c.finish(q, time.Time{}, ReasonTooMany)
+		q0, q1 := c.queue[0], c.queue[1]
+		if q0.ackOK && q1.ackOK && q0.ack != q1.ack {
+			// Requests sent one after another's response (not pipelined)
+			// are waiting behind lost response bytes: give up the oldest;
+			// align recognises its response if it turns up.
+			c.queue = c.queue[1:]
+			c.finish(q0, time.Time{}, ReasonTooMany)
+		} else {
+			// Pipelined far beyond the responses: give up on this
+			// connection rather than hold their bodies or mispair.
+			c.stop()
+			for _, q := range c.queue {
+				c.finish(q, time.Time{}, ReasonTooMany)
+			}
+			c.queue = c.queue[:0]
+			p.reqReason = ReasonTooMany
 		}
-		c.queue = c.queue[:0]
-		p.reqReason = ReasonTooMany
 	}
 	c.queue = append(c.queue, p)
+}
+
+// align uses TCP numbers to keep requests and responses paired when
+// responses were lost (kernel drops, a capture that missed segments). The
+// client's ACK when it sent a request says how much response data it had
+// received: if it had received more before sending queue[1] than before
+// queue[0], a response came in between; if the response starting now lies
+// beyond that, it was queue[0]'s response that was lost, and queue[0] is
+// recorded incomplete. A response starting before queue[0]'s ACK answers
+// a request given up already: align returns false. Pipelined requests
+// carry the same ACK, so they are paired in order.
+func (c *httpConn) align() bool {
+	if c.seqs == nil {
+		return true
+	}
+	s, ok := c.seqs.serverSeq(c.respPos)
+	if !ok {
+		return true
+	}
+	for len(c.queue) > 0 {
+		q0 := c.queue[0]
+		if !q0.ackOK {
+			return true
+		}
+		if seqBefore(s, q0.ack) {
+			return false
+		}
+		if len(c.queue) < 2 {
+			return true
+		}
+		q1 := c.queue[1]
+		if !q1.ackOK || !seqBefore(q0.ack, q1.ack) || seqBefore(s, q1.ack) {
+			return true
+		}
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		if q0 == c.curReq {
+			c.curReq = nil
+		}
+		c.finish(q0, c.resp.lastTs, ReasonGap)
+	}
+	return true
 }
 
 func (c *httpConn) msgBody(resp bool, data []byte, lost int64, ts time.Time) {
@@ -165,7 +242,7 @@ func (c *httpConn) msgBody(resp bool, data []byte, lost int64, ts time.Time) {
 	if resp {
 		p = c.curResp
 	}
-	if p == nil {
+	if p == nil || p.rec == nil {
 		return
 	}
 	switch {
@@ -227,6 +304,9 @@ func (c *httpConn) msgEnd(resp bool, ts time.Time, reason string) {
 // finish ends p at end. The reason recorded for its request or response
 // wins over fallback.
 func (c *httpConn) finish(p *pending, end time.Time, fallback string) {
+	if p.rec == nil {
+		return // a response to a request already given up
+	}
 	reason := p.reqReason
 	if reason == "" {
 		reason = p.respReason

@@ -217,27 +217,70 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassem
 		client = net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(tcp.DstPort)))
 		c2s = reassembly.TCPDirServerToClient
 	}
-	return &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client)}
+	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client)}
+	s.http.seqs = s
+	return s
 }
 
 // stream is the reassembly.Stream of one connection.
 type stream struct {
-	e    *Engine
-	c2s  reassembly.TCPFlowDirection // reassembly's direction of client-to-server bytes
-	http *httpConn
-	rst  bool
-	last [2]time.Time // latest data time per direction (0 request, 1 response)
-	done [2]bool      // the direction's parser has seen its end
+	e       *Engine
+	c2s     reassembly.TCPFlowDirection // reassembly's direction of client-to-server bytes
+	http    *httpConn
+	rst     bool
+	last    [2]time.Time // latest data time per direction (0 request, 1 response)
+	done    [2]bool      // the direction's parser has seen its end
+	base    [2]uint32    // sequence number of each direction's stream offset 0
+	hasBase [2]bool
+	ring    [2][ringSize]segInfo // recent data segments per direction, for seqSource
+	next    [2]int               // next ring slot
 }
 
-func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, _ reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+const ringSize = 64
+
+// segInfo is what seqSource needs of one data segment.
+type segInfo struct{ seq, end, ack uint32 }
+
+func (s *stream) clientAck(pos int64) (uint32, bool) {
+	if !s.hasBase[0] {
+		return 0, false
+	}
+	seq := s.base[0] + uint32(pos)
+	for i := range ringSize {
+		g := &s.ring[0][(s.next[0]-1-i+2*ringSize)%ringSize]
+		if g.end != g.seq && !seqBefore(seq, g.seq) && seqBefore(seq, g.end) {
+			return g.ack, true
+		}
+	}
+	return 0, false
+}
+
+func (s *stream) serverSeq(pos int64) (uint32, bool) {
+	return s.base[1] + uint32(pos), s.hasBase[1]
+}
+
+func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
 	if tcp.RST {
 		s.rst = true
 	}
-	if !*start && nextSeq == -1 && !tcp.SYN {
-		// No handshake seen (the capture began mid-connection): start here;
-		// the HTTP parser skips to the next start line.
-		*start = true
+	d := 0
+	if dir != s.c2s {
+		d = 1
+	}
+	if nextSeq == -1 && !s.hasBase[d] {
+		s.hasBase[d] = true
+		s.base[d] = tcp.Seq
+		if tcp.SYN {
+			s.base[d]++
+		} else if !*start {
+			// No handshake seen (the capture began mid-connection): start
+			// here; the HTTP parser skips to the next start line.
+			*start = true
+		}
+	}
+	if n := len(tcp.Payload); n > 0 && tcp.ACK {
+		s.ring[d][s.next[d]] = segInfo{seq: tcp.Seq, end: tcp.Seq + uint32(n), ack: tcp.Ack}
+		s.next[d] = (s.next[d] + 1) % ringSize
 	}
 	return true
 }

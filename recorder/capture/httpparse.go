@@ -34,6 +34,7 @@ const (
 type mark struct {
 	off int
 	ts  time.Time
+	pos int64 // stream offset of head[off]
 }
 
 const maxMarks = 32
@@ -61,8 +62,9 @@ const (
 
 // halfEvents receives what a halfParser finds. httpConn implements it.
 type halfEvents interface {
-	// msgStart: the first byte of a message arrived at ts.
-	msgStart(resp bool, ts time.Time)
+	// msgStart: the first byte of a message, at offset pos of the stream
+	// (gaps included), arrived at ts.
+	msgStart(resp bool, ts time.Time, pos int64)
 	// msgHead: the head of the current message is complete; the return value
 	// says how its body is framed.
 	msgHead(resp bool, h *head, ts time.Time) framing
@@ -92,6 +94,8 @@ type halfParser struct {
 	junk    int64  // bytes dropped since the last valid start line
 	holed   bool   // bytes of the current message's body were lost
 	dropped int    // junk bytes dropped from head during the current feedHead
+	pos     int64  // stream offset after the bytes fed so far (gaps included)
+	feedEnd int64  // stream offset just after the data being fed
 	marks   []mark // arrival time of head bytes from off on (at most maxMarks)
 	lastTs  time.Time
 }
@@ -106,6 +110,8 @@ func newHalfParser(resp bool, ev halfEvents, maxHeader int) *halfParser {
 // feed parses data, which arrived at ts. It never retains data.
 func (p *halfParser) feed(data []byte, ts time.Time) {
 	p.lastTs = ts
+	p.feedEnd = p.pos + int64(len(data))
+	p.pos = p.feedEnd
 	for len(data) > 0 {
 		switch p.st {
 		case stDead:
@@ -164,6 +170,9 @@ func (p *halfParser) feed(data []byte, ts time.Time) {
 	}
 }
 
+// posOf returns the stream offset of rest, a suffix of the data being fed.
+func (p *halfParser) posOf(rest []byte) int64 { return p.feedEnd - int64(len(rest)) }
+
 // endLine handles a complete chunk-size or trailer line (without its "\n").
 func (p *halfParser) endLine(ts time.Time) {
 	line := bytes.TrimSuffix(p.line, []byte{'\r'})
@@ -206,10 +215,10 @@ func (p *halfParser) feedHead(data []byte, ts time.Time) []byte {
 		p.lineOK = false
 		p.head = p.head[:0]
 		p.marks = p.marks[:0]
-		p.ev.msgStart(p.resp, ts)
+		p.ev.msgStart(p.resp, ts, p.posOf(data))
 	}
 	if n := len(p.marks); !p.lineOK && n < maxMarks && (n == 0 || !p.marks[n-1].ts.Equal(ts)) {
-		p.marks = append(p.marks, mark{len(p.head), ts})
+		p.marks = append(p.marks, mark{len(p.head), ts, p.posOf(data)})
 	}
 	room := p.maxHeader - len(p.head)
 	take := data
@@ -227,7 +236,7 @@ func (p *halfParser) feedHead(data []byte, ts time.Time) []byte {
 		if p.dropped > 0 && len(p.marks) > 0 {
 			// The start line followed junk: restart the message's clock
 			// at the arrival of its first byte.
-			p.ev.msgStart(p.resp, p.marks[0].ts)
+			p.ev.msgStart(p.resp, p.marks[0].ts, p.marks[0].pos)
 		}
 		from = 0
 	}
@@ -316,7 +325,10 @@ func (p *halfParser) dropJunk(n int, found bool) {
 	for i, m := range p.marks {
 		m.off -= n
 		if m.off > 0 || i == len(p.marks)-1 || p.marks[i+1].off-n > 0 {
-			m.off = max(m.off, 0)
+			if m.off < 0 {
+				m.pos -= int64(m.off)
+				m.off = 0
+			}
 			keep = append(keep, m)
 		}
 	}
@@ -344,29 +356,34 @@ func (p *halfParser) dropJunk(n int, found bool) {
 func (p *halfParser) gap(n int64, ts time.Time) {
 	switch p.st {
 	case stDead:
+		p.pos += n
 		return
 	case stBody, stChunkData:
 		if n < p.remain {
 			p.ev.msgBody(p.resp, nil, n, ts)
 			p.remain -= n
 			p.holed = true
+			p.pos += n
 			return
 		}
 		if n == p.remain && p.st == stBody {
 			p.ev.msgBody(p.resp, nil, n, ts)
+			p.pos += n
 			p.end(ts, reasonGap)
 			return
 		}
 	case stBodyEOF:
 		p.ev.msgBody(p.resp, nil, n, ts)
 		p.holed = true
+		p.pos += n
 		return
 	}
 	if !p.inMsg {
 		// Whole bytes of a message we never saw the start of.
 		p.inMsg = true
-		p.ev.msgStart(p.resp, ts)
+		p.ev.msgStart(p.resp, ts, p.pos)
 	}
+	p.pos += n
 	p.end(ts, reasonGap)
 }
 
@@ -492,23 +509,29 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // parseHead parses a complete head block (ending in a blank line).
 func parseHead(b []byte, resp bool) (*head, bool) {
-	h := &head{contentLength: -1, header: make(http.Header, 8)}
+	// One string for the whole head: names and values are substrings of
+	// it, and the values share one backing array, so a head costs a few
+	// allocations whatever its number of headers.
+	text := string(b)
+	n := strings.Count(text, "\n")
+	h := &head{contentLength: -1, header: make(http.Header, n)}
+	vals := make([]string, 0, n)
 	first := true
 	var lastKey string
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+	for len(text) > 0 {
+		i := strings.IndexByte(text, '\n')
 		if i < 0 {
-			i = len(b)
+			i = len(text)
 		}
-		line := bytes.TrimSuffix(b[:i], []byte{'\r'})
-		if i < len(b) {
-			b = b[i+1:]
+		line := strings.TrimSuffix(text[:i], "\r")
+		if i < len(text) {
+			text = text[i+1:]
 		} else {
-			b = nil
+			text = ""
 		}
 		if first {
 			first = false
-			if !parseStartLine(h, string(line), resp) {
+			if !parseStartLine(h, line, resp) {
 				return nil, false
 			}
 			continue
@@ -522,16 +545,21 @@ func parseHead(b []byte, resp bool) (*head, bool) {
 				return nil, false
 			}
 			vs := h.header[lastKey]
-			vs[len(vs)-1] += " " + strings.TrimSpace(string(line))
+			vs[len(vs)-1] += " " + strings.TrimSpace(line)
 			continue
 		}
-		colon := bytes.IndexByte(line, ':')
+		colon := strings.IndexByte(line, ':')
 		if colon <= 0 {
 			return nil, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(bytes.TrimSpace(line[:colon])))
-		val := string(bytes.TrimSpace(line[colon+1:]))
-		h.header[key] = append(h.header[key], val)
+		key := textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(line[:colon]))
+		val := strings.TrimSpace(line[colon+1:])
+		if vs, dup := h.header[key]; dup {
+			h.header[key] = append(vs[:len(vs):len(vs)], val)
+		} else {
+			vals = append(vals, val)
+			h.header[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
 		lastKey = key
 	}
 	if te := h.header.Values("Transfer-Encoding"); len(te) > 0 {

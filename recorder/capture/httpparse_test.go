@@ -16,7 +16,7 @@ type eventLog struct {
 	n       int
 }
 
-func (l *eventLog) msgStart(resp bool, ts time.Time) {}
+func (l *eventLog) msgStart(resp bool, ts time.Time, pos int64) {}
 
 func (l *eventLog) msgHead(resp bool, h *head, ts time.Time) framing {
 	if !resp {

@@ -256,6 +256,25 @@ func TestImportScenarios(t *testing.T) {
 			{method: "GET", path: "/after", status: 200, connSeq: 1, start: ms(10), ttfb: ms(1), duration: ms(1),
 				respBody: "fine", complete: true},
 		}},
+		{"lost responses realigned by ACK", func(c *capturetest.Conn) []capturetest.Packet {
+			ps := c.Handshake(t0)
+			for i := range 4 {
+				at := t0.Add(ms(float64(10 * (i + 1))))
+				ps = append(ps, c.Send(true, at, request("GET", fmt.Sprintf("/k%d", i), ""))...)
+				resp := c.Send(false, at.Add(ms(1)), response(200, fmt.Sprintf("body%d", i)))
+				if i == 1 || i == 2 {
+					continue // both responses never reach the capture
+				}
+				ps = append(ps, resp...)
+			}
+			return append(ps, c.Close(t0.Add(ms(60)))...)
+		}, []want{
+			{method: "GET", path: "/k0", status: 200, start: ms(10), ttfb: ms(1), duration: ms(1), respBody: "body0", complete: true},
+			// No response seen: no TTFB; the duration runs to when the loss was detected.
+			{method: "GET", path: "/k1", connSeq: 1, start: ms(20), duration: ms(21), err: "incomplete: gap"},
+			{method: "GET", path: "/k2", connSeq: 2, start: ms(30), duration: ms(11), err: "incomplete: gap"},
+			{method: "GET", path: "/k3", status: 200, connSeq: 3, start: ms(40), ttfb: ms(1), duration: ms(1), respBody: "body3", complete: true},
+		}},
 		{"cut mid-body", func(c *capturetest.Conn) []capturetest.Packet {
 			return cat(c.Handshake(t0),
 				c.Send(true, t0.Add(ms(1)), request("POST", "/v1/chat/completions", chatReq)),

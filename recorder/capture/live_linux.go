@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,10 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	if err := h.SetBPF(filter); err != nil {
 		h.Close()
 		return fmt.Errorf("attach filter: %w", err)
+	}
+	if err := setRcvBuf(h, opts.SocketBuffer); err != nil {
+		h.Close()
+		return err
 	}
 	if opts.Promiscuous {
 		if err := h.SetPromiscuous(true); err != nil {
@@ -142,6 +147,10 @@ type LiveOptions struct {
 	SnapLen     int           // bytes kept of each packet (default 262144, enough for GRO/TSO super-packets)
 	Promiscuous bool          // also capture traffic not addressed to this host
 	StatsEvery  time.Duration // how often kernel drops are read and idle connections flushed (default 1s)
+	// SocketBuffer is the kernel receive buffer of the socket (default 64
+	// MiB): it absorbs bursts while the reader is busy. The kernel's default
+	// (about 200 KiB, a few hundred packets) drops under load.
+	SocketBuffer int
 	// Started, if set, is called once the socket is open and filtered:
 	// traffic from then on is captured.
 	Started func()
@@ -153,6 +162,9 @@ func (o *LiveOptions) defaults() {
 	}
 	if o.StatsEvery <= 0 {
 		o.StatsEvery = time.Second
+	}
+	if o.SocketBuffer <= 0 {
+		o.SocketBuffer = 64 << 20
 	}
 }
 
@@ -172,6 +184,26 @@ func probeCapNetRaw() error {
 		return fmt.Errorf("open packet socket: %w", err)
 	}
 	unix.Close(fd)
+	return nil
+}
+
+// setRcvBuf sets the socket's receive buffer. pcapgo keeps the descriptor
+// private and offers no setter, so it is read with reflection (gopacket is
+// pinned at v1.1.19, whose EthernetHandle has an int field fd).
+// SO_RCVBUFFORCE (CAP_NET_ADMIN) may exceed net.core.rmem_max; without it,
+// SO_RCVBUF is capped there.
+func setRcvBuf(h *pcapgo.EthernetHandle, size int) error {
+	f := reflect.ValueOf(h).Elem().FieldByName("fd")
+	if !f.IsValid() || f.Kind() != reflect.Int {
+		return nil // another gopacket version: keep the kernel default
+	}
+	fd := int(f.Int())
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size); err == nil {
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, size); err != nil {
+		return fmt.Errorf("set socket buffer: %w", err)
+	}
 	return nil
 }
 

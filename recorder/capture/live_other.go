@@ -11,11 +11,12 @@ import (
 // LiveOptions configure Live. Interface is required; the zero value of
 // every other field works.
 type LiveOptions struct {
-	Interface   string        // interface name, e.g. eth0 or lo
-	SnapLen     int           // bytes kept of each packet (default 262144)
-	Promiscuous bool          // also capture traffic not addressed to this host
-	StatsEvery  time.Duration // how often kernel drops are read (default 1s)
-	Started     func()        // called once capturing
+	Interface    string        // interface name, e.g. eth0 or lo
+	SnapLen      int           // bytes kept of each packet (default 262144)
+	Promiscuous  bool          // also capture traffic not addressed to this host
+	StatsEvery   time.Duration // how often kernel drops are read (default 1s)
+	SocketBuffer int           // kernel receive buffer (default 64 MiB)
+	Started      func()        // called once capturing
 }
 
 // ErrNoCapNetRaw is wrapped by Live's error when the process may not open a

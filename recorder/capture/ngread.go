@@ -41,7 +41,7 @@ type ngReader struct {
 }
 
 func newNgReader(r *bufio.Reader) (*ngReader, error) {
-	ng := &ngReader{r: r}
+	ng := &ngReader{r: r, buf: make([]byte, 0, 64<<10)}
 	typ, body, err := ng.block()
 	if err != nil {
 		return nil, fmt.Errorf("read section header: %w", err)

@@ -20,6 +20,7 @@ type Stats struct {
 	connections atomic.Uint64
 	exchanges   atomic.Uint64
 	notHTTP     atomic.Uint64
+	orphans     atomic.Uint64
 
 	mu         sync.Mutex // guards the two maps
 	skipped    map[string]uint64
@@ -60,6 +61,7 @@ type Snapshot struct {
 	Connections uint64            // TCP connections tracked
 	Exchanges   uint64            // exchanges emitted, complete or not
 	NotHTTP     uint64            // connection directions given up as not HTTP/1.1
+	Orphans     uint64            // responses to requests already recorded incomplete (not recorded again)
 	Skipped     map[string]uint64 // packets not reassembled, by reason
 	Incomplete  map[string]uint64 // incomplete exchanges by reason (Reason constants)
 }
@@ -70,7 +72,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Packets: s.packets.Load(), Bytes: s.bytes.Load(),
 		KernelRecv: s.kernelRecv.Load(), KernelDrops: s.kernelDrops.Load(),
 		Gaps: s.gaps.Load(), GapBytes: s.gapBytes.Load(),
-		Connections: s.connections.Load(), Exchanges: s.exchanges.Load(), NotHTTP: s.notHTTP.Load(),
+		Connections: s.connections.Load(), Exchanges: s.exchanges.Load(), NotHTTP: s.notHTTP.Load(), Orphans: s.orphans.Load(),
 		Skipped: make(map[string]uint64), Incomplete: make(map[string]uint64),
 	}
 	s.mu.Lock()
@@ -98,6 +100,7 @@ var (
 	descConns       = prometheus.NewDesc("reel_capture_connections_total", "TCP connections tracked.", nil, nil)
 	descExchanges   = prometheus.NewDesc("reel_capture_exchanges_total", "Exchanges paired from captured traffic, complete or not.", nil, nil)
 	descNotHTTP     = prometheus.NewDesc("reel_capture_not_http_total", "Connection directions given up as not HTTP/1.1.", nil, nil)
+	descOrphans     = prometheus.NewDesc("reel_capture_orphan_responses_total", "Responses to requests already recorded incomplete (lost responses realigned).", nil, nil)
 	descSkipped     = prometheus.NewDesc("reel_capture_skipped_packets_total", "Frames not reassembled, by reason.", []string{"reason"}, nil)
 	descIncomplete  = prometheus.NewDesc("reel_capture_incomplete_exchanges_total", "Exchanges recorded with complete=false, by reason.", []string{"reason"}, nil)
 )
@@ -106,7 +109,7 @@ type collector struct{ s *Stats }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPackets, descBytes, descKernelRecv, descKernelDrops, descGaps,
-		descGapBytes, descConns, descExchanges, descNotHTTP, descSkipped, descIncomplete} {
+		descGapBytes, descConns, descExchanges, descNotHTTP, descOrphans, descSkipped, descIncomplete} {
 		ch <- d
 	}
 }
@@ -118,7 +121,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		v uint64
 	}{{descPackets, snap.Packets}, {descBytes, snap.Bytes}, {descKernelRecv, snap.KernelRecv},
 		{descKernelDrops, snap.KernelDrops}, {descGaps, snap.Gaps}, {descGapBytes, snap.GapBytes},
-		{descConns, snap.Connections}, {descExchanges, snap.Exchanges}, {descNotHTTP, snap.NotHTTP}} {
+		{descConns, snap.Connections}, {descExchanges, snap.Exchanges}, {descNotHTTP, snap.NotHTTP},
+		{descOrphans, snap.Orphans}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
 	}
 	labelled := func(d *prometheus.Desc, m map[string]uint64) {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -480,5 +481,27 @@ func TestCountDistLargeValues(t *testing.T) {
 	d.add(-1, 1) // ignored
 	if got, want := d.quantiles(), summarize(vals); got != want {
 		t.Fatalf("countDist %+v\nsummarize %+v", got, want)
+	}
+}
+
+func TestSortInt64(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 5000, 70000} {
+		v := make([]int64, n)
+		x := uint64(88172645463325252)
+		for i := range v {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			v[i] = int64(x)
+			if i%3 == 0 {
+				v[i] %= 1000 // small values, negatives included
+			}
+		}
+		want := slices.Clone(v)
+		slices.Sort(want)
+		sortInt64(v)
+		if !slices.Equal(v, want) {
+			t.Fatalf("n=%d: radix sort differs from slices.Sort", n)
+		}
 	}
 }

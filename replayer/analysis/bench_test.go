@@ -75,3 +75,19 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkCompare100k compares two runs of 100k requests each with the
+// default 500 resamples (every latency metric and quantile).
+func BenchmarkCompare100k(b *testing.B) {
+	a, c := New(Options{}), New(Options{})
+	for _, r := range analysistest.Run(1, 100_000, 1) {
+		a.AddResult(r)
+	}
+	for _, r := range analysistest.Run(2, 100_000, 1.1) {
+		c.AddResult(r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Compare(a, c, CompareOptions{})
+	}
+}

@@ -54,6 +54,83 @@ type Comparison struct {
 	Resamples  int          `json:"resamples"`
 	Metrics    []Delta      `json:"metrics"`
 	Frames     []FrameDelta `json:"frames"`
+	Tail       TailFrames   `json:"tail_frames"`
+}
+
+// TailFrames answers "does B show A's incident?": of A's tail frames (E2E
+// p99 ≥ 2× A's median frame p99), how many are tail frames of B too (p99 ≥
+// 2× B's median frame p99). For recording vs replay that is "did the shadow
+// reproduce it?", for baseline vs fix "is the tail gone?".
+type TailFrames struct {
+	A     int       `json:"a"`      // tail frames of A
+	InB   int       `json:"in_b"`   // of those, tail frames of B as well
+	BOnly int       `json:"b_only"` // tail frames of B that are not A's
+	First time.Time `json:"first"`  // A's first tail frame's start
+	End   time.Time `json:"end"`    // A's last tail frame's end
+}
+
+// String is the one-line answer, empty when A has no tail frame.
+func (t TailFrames) String() string {
+	if t.A == 0 {
+		if t.BOnly > 0 {
+			return fmt.Sprintf("A has no tail frame; B has %d", t.BOnly)
+		}
+		return ""
+	}
+	verdict := "reproduced"
+	switch {
+	case t.InB == 0:
+		verdict = "gone in B"
+	case 2*t.InB < t.A:
+		verdict = "mostly gone in B"
+	case t.InB < t.A:
+		verdict = "mostly reproduced"
+	}
+	return fmt.Sprintf("A's tail frames (p99 ≥ %g× its median frame): %d, %s–%s; B has the tail in %d of them (%s); B-only tail frames: %d",
+		tailFactor, t.A, t.First.UTC().Format("15:04:05"), t.End.UTC().Format("15:04:05"), t.InB, verdict, t.BOnly)
+}
+
+// tailFrames compares the frames each run's tail singles out.
+func tailFrames(a, b []Frame, frame time.Duration) TailFrames {
+	tails := func(frames []Frame) map[int64]bool {
+		el := eligibleFrames(frames)
+		var p99s []float64
+		for _, f := range el {
+			if f.E2E.N > 0 {
+				p99s = append(p99s, float64(f.E2E.P99))
+			}
+		}
+		med := medianOf(p99s)
+		out := map[int64]bool{}
+		for _, f := range el {
+			if med > 0 && f.E2E.N > 0 && float64(f.E2E.P99) >= tailFactor*med {
+				out[f.Start.UnixNano()] = true
+			}
+		}
+		return out
+	}
+	ta, tb := tails(a), tails(b)
+	var t TailFrames
+	for _, f := range a {
+		k := f.Start.UnixNano()
+		if !ta[k] {
+			continue
+		}
+		if t.A == 0 {
+			t.First = f.Start
+		}
+		t.A++
+		t.End = f.Start.Add(frame)
+		if tb[k] {
+			t.InB++
+		}
+	}
+	for k := range tb {
+		if !ta[k] {
+			t.BOnly++
+		}
+	}
+	return t
 }
 
 // Delta is one metric in both runs. Abs is B − A (nanoseconds for
@@ -188,6 +265,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		c.Metrics = append(c.Metrics, d)
 	}
 	c.Frames = frameDeltas(A.Frames, B.Frames)
+	c.Tail = tailFrames(A.Frames, B.Frames, A.Frame)
 	return c
 }
 
@@ -261,7 +339,7 @@ func colSample(a *Analyzer, col int) sortedSample {
 			v = append(v, x)
 		}
 	}
-	slices.Sort(v)
+	sortInt64(v)
 	s := sortedSample{vals: v, n: int64(len(v)), unit: 1}
 	s.mean, s.variance = meanVar(v)
 	return s
@@ -625,7 +703,12 @@ func (c *Comparison) WriteText(w io.Writer, nameA, nameB string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Name, fmtValue(d, d.A), fmtValue(d, d.B), fmtSigned(d, d.Abs), rel, fmtCI(d), mark)
 	}
 	tw.Flush()
-	ew.printf("(* the interval excludes zero)\n\nframes (e2e p99, aligned by original start):\n")
+	ew.printf("(* the interval excludes zero)\n")
+	if line := c.Tail.String(); line != "" {
+		ew.printf("\n%s\n", line)
+	}
+	writeCompareSignals(ew, c)
+	ew.printf("\nframes (e2e p99, aligned by original start):\n")
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	slo := c.A.SLO != "" || c.B.SLO != ""
 	header := "  start\tA req\tB req\tA p99\tB p99\tΔ%\t"

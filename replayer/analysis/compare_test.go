@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 // run builds an analyzer of n requests whose E2E is lognormal around
@@ -126,6 +129,36 @@ func TestCompareDeterministicAndFramesAligned(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("compare text lacks %q:\n%s", want, text.String())
 		}
+	}
+}
+
+func TestTailFrames(t *testing.T) {
+	rec := New(Options{})
+	for _, x := range analysistest.WeeklyIncident(7) {
+		rec.AddExchange(x)
+	}
+	replay := func(fixed bool) *Analyzer {
+		a := New(Options{})
+		for _, r := range analysistest.Replayed(analysistest.WeeklyIncident(7), 0, func(x *formats.Exchange) float64 {
+			if fixed && !x.Time().Before(analysistest.BurstFrom) && x.Time().Before(analysistest.BurstTo) {
+				return 0.3
+			}
+			return 1
+		}) {
+			a.AddResult(r)
+		}
+		return a
+	}
+	shadow := Compare(rec, replay(false), CompareOptions{Resamples: 50}).Tail
+	if shadow.A != 12 || shadow.InB != 12 || shadow.BOnly != 0 || !shadow.First.Equal(analysistest.BurstFrom) {
+		t.Errorf("recording vs faithful replay: %+v", shadow)
+	}
+	if !strings.Contains(shadow.String(), "B has the tail in 12 of them (reproduced)") {
+		t.Errorf("line %q", shadow.String())
+	}
+	fix := Compare(rec, replay(true), CompareOptions{Resamples: 50}).Tail
+	if fix.A != 12 || fix.InB != 0 || !strings.Contains(fix.String(), "gone in B") {
+		t.Errorf("recording vs fix: %+v %q", fix, fix.String())
 	}
 }
 

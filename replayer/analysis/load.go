@@ -30,7 +30,9 @@ func DatasetKind(paths []string) (string, error) {
 	for _, f := range files {
 		fi, err := formats.StatFile(f)
 		if err != nil {
-			firstErr = cmp(firstErr, err)
+			if firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		kind, _, _ := strings.Cut(fi.Schema, "/")
@@ -40,13 +42,6 @@ func DatasetKind(paths []string) (string, error) {
 		return kind, nil
 	}
 	return "", fmt.Errorf("read dataset: %w", firstErr)
-}
-
-func cmp(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // AddDataset streams every row of paths into a, in time order across files

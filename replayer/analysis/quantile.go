@@ -63,7 +63,7 @@ func summarize(vals []int64) Quantiles {
 	if len(vals) == 0 {
 		return Quantiles{}
 	}
-	slices.Sort(vals)
+	sortInt64(vals)
 	var sum float64
 	for _, v := range vals {
 		sum += float64(v)
@@ -172,5 +172,3 @@ func (d *countDist) quantiles() Quantiles {
 		Std:  time.Duration(math.Round(math.Sqrt(ss/n) * 1000)),
 	}
 }
-
-

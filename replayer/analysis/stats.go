@@ -222,10 +222,12 @@ func medianOf(v []float64) float64 {
 	return c[rank(0.5, len(c))]
 }
 
-// frameReasons says why one frame stands out against the median frame, or
-// nothing.
-type frameBaseline struct{ p99, long, rate, batch, errs float64 }
+// frameBaseline is the median frame: its p99, long-prompt share, rate and
+// error rate.
+type frameBaseline struct{ p99, long, rate, errs float64 }
 
+// reasons says why one frame stands out against the median frame, or
+// nothing.
 func (b frameBaseline) reasons(f *Frame) []string {
 	var r []string
 	if b.p99 > 0 && f.E2E.N > 0 && float64(f.E2E.P99) >= tailFactor*b.p99 {
@@ -255,7 +257,7 @@ func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Corre
 	if len(eligible) < 3 {
 		return []Episode{}
 	}
-	var p99s, longs, rates, batches, errs []float64
+	var p99s, longs, rates, errs []float64
 	for _, f := range eligible {
 		errs = append(errs, errRate(f))
 		if f.E2E.N > 0 {
@@ -263,11 +265,8 @@ func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Corre
 		}
 		longs = append(longs, f.LongPromptShare)
 		rates = append(rates, f.Rate)
-		if f.MeanBatchSize > 0 {
-			batches = append(batches, f.MeanBatchSize)
-		}
 	}
-	base := frameBaseline{p99: medianOf(p99s), long: medianOf(longs), rate: medianOf(rates), batch: medianOf(batches), errs: medianOf(errs)}
+	base := frameBaseline{p99: medianOf(p99s), long: medianOf(longs), rate: medianOf(rates), errs: medianOf(errs)}
 
 	f := s.Frame
 	type run struct {
@@ -318,7 +317,7 @@ func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, c
 		}
 		if p := a.prompt[i]; p > 0 {
 			side.known++
-			if p >= s.LongPrompt {
+			if s.LongPrompt > 0 && p >= s.LongPrompt {
 				side.long++
 			}
 		}

@@ -68,6 +68,10 @@ type Summary struct {
 
 	// Recording-only: prefix sharing (see PrefixSharing).
 	Prefix PrefixSharing `json:"prefix"`
+
+	// Signals are the server-side series scraped beside the run, per frame
+	// (LoadSignals); nil when none were scraped.
+	Signals *Signals `json:"signals,omitempty"`
 }
 
 // ClassCount counts requests of one status class.
@@ -229,8 +233,11 @@ func (a *Analyzer) Summary() *Summary {
 		s.GoodputShare = float64(meeting) / float64(n)
 	}
 
-	s.LongPrompt = a.longPrompt()
-	s.Frames = a.frames(s.LongPrompt, &scratch)
+	long := a.longPrompt()
+	if long != math.MaxInt32 { // else no prompt length is known
+		s.LongPrompt = long
+	}
+	s.Frames = a.frames(long, &scratch)
 	if !a.opt.SLO.IsZero() {
 		for _, f := range s.Frames {
 			if f.Judged {
@@ -405,7 +412,8 @@ func (a *Analyzer) frames(long int32, scratch *[]int64) []Frame {
 	sort.Slice(idxs, func(i, j int) bool { return a.frameStart[idxs[i]] < a.frameStart[idxs[j]] })
 	f := int64(a.opt.Frame)
 	first, last := a.frameStart[idxs[0]], a.frameStart[idxs[len(idxs)-1]]
-	fill := (last-first)/f+1 <= maxGapFrames
+	span := last - first // negative when the times are so far apart it overflows
+	fill := span >= 0 && span/f+1 <= maxGapFrames
 
 	var out []Frame
 	prev := first - f

@@ -139,6 +139,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 			s.SLO, s.Goodput, pct(s.GoodputShare), pct(s.WindowCompliance), s.CompliantFrames, s.JudgedFrames,
 			quantileName(s.WindowQuantile), verdict)
 	}
+	if s.Signals != nil {
+		s.Signals.WriteText(ew)
+	}
 	if s.Prefix.Blocks > 0 {
 		capped := ""
 		if s.Prefix.Capped {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -114,6 +115,22 @@ func renderPrompt(raw json.RawMessage) ([]byte, error) {
 		return renderPrompt(list[0])
 	}
 	return nil, fmt.Errorf("%w: prompt must be a string or token array", errBadRequest)
+}
+
+// RenderPrompt returns the prompt text the simulator tokenises for a
+// request body sent to path ("/v1/chat/completions" or "/v1/completions"):
+// its length / 4 is the prompt's token count, and its 64-byte blocks are
+// the prefix-cache keys. Use it to turn recorded or planned bodies into
+// SimRequests.
+func RenderPrompt(path string, body []byte) ([]byte, error) {
+	var req apiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("%w: invalid JSON: %v", errBadRequest, err)
+	}
+	if strings.HasSuffix(path, "/chat/completions") {
+		return renderChat(req.Messages)
+	}
+	return renderPrompt(req.Prompt)
 }
 
 // job is a validated request, ready for the engine.

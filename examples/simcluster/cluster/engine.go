@@ -178,6 +178,18 @@ func (e *engine) schedule() (d time.Duration, ok bool) {
 		prefill += n
 		e.scheduled = append(e.scheduled, s)
 	}
+	// 4. Work-conserving: with no short request waiting, long prefills may
+	// use what is left of the budget beyond their chunk cap.
+	if e.lanes() && len(e.waiting) == 0 && budget > 0 {
+		for _, s := range e.scheduled {
+			if s.long && s.prefilling() && budget > 0 {
+				extra := min(s.target-s.computed-s.chunk, budget)
+				s.chunk += extra
+				budget -= extra
+				prefill += extra
+			}
+		}
+	}
 	for _, s := range e.admitted {
 		s.admitted = true
 		s.batchAtAdmit = len(e.scheduled)

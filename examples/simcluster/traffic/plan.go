@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/reelkit/reel/examples/simcluster/cluster"
 )
 
 // Incident is the weekly long-prompt window: while it lasts, Share of the
@@ -186,7 +188,7 @@ func NewPlanner(opts Options) (*Planner, error) {
 		}
 		p.traceBase = -o.TraceOffset
 	} else {
-		p.switchAt = p.exp(20 * time.Second)
+		p.switchAt = p.exp(time.Duration(float64(20*time.Second) / o.Speed))
 	}
 	return p, nil
 }
@@ -365,4 +367,19 @@ func systemPrompt(k int) string {
 		fmt.Fprintf(&b, " Rule %d: %s", i+1, rules[(i+k)%len(rules)])
 	}
 	return b.String()
+}
+
+// SimRequests converts a plan into cluster.Simulate's input, so the same
+// traffic can be run in simulated time (deterministic, no sleeping).
+// Outputs have exactly MaxTokens tokens, as with ignore_eos.
+func SimRequests(plan []Planned) ([]cluster.SimRequest, error) {
+	out := make([]cluster.SimRequest, len(plan))
+	for i, r := range plan {
+		prompt, err := cluster.RenderPrompt(r.Path, r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", r.Seq, err)
+		}
+		out[i] = cluster.SimRequest{Arrival: r.Offset, Prompt: string(prompt), OutputTokens: r.MaxTokens}
+	}
+	return out, nil
 }

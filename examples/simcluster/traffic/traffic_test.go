@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -209,20 +210,28 @@ func TestPlanIsReproducibleAndBursty(t *testing.T) {
 	if rate := float64(len(a)) / 600; rate < 4 || rate > 7 {
 		t.Errorf("mean rate %.1f req/s, want ≈ 5.5", rate)
 	}
-	// Counts per 5 s vary far more than a Poisson process's (CV ≈ 0.19).
-	counts := make([]float64, 120)
-	for _, r := range a {
-		counts[int(r.Offset/(5*time.Second))]++
-	}
-	var mean, sq float64
-	for _, n := range counts {
-		mean += n / 120
-	}
-	for _, n := range counts {
-		sq += (n - mean) * (n - mean) / 120
-	}
-	if cv := math.Sqrt(sq) / mean; cv < 0.3 {
-		t.Errorf("coefficient of variation of 5-s counts %.2f, want bursty (> 0.3)", cv)
+	// Counts per 5 s vary far more than a Poisson process's (CV ≈ 0.19),
+	// at any speed.
+	for _, speed := range []float64{1, 10} {
+		plan, err := Plan(Options{Duration: time.Duration(float64(10*time.Minute) / speed), Seed: 1, Speed: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := time.Duration(float64(5*time.Second) / speed)
+		counts := make([]float64, 120)
+		for _, r := range plan {
+			counts[int(r.Offset/bin)]++
+		}
+		var mean, sq float64
+		for _, n := range counts {
+			mean += n / 120
+		}
+		for _, n := range counts {
+			sq += (n - mean) * (n - mean) / 120
+		}
+		if cv := math.Sqrt(sq) / mean; cv < 0.3 || mean < 20 || mean > 35 {
+			t.Errorf("speed %g: %.1f requests per 5-s bin (want ≈ 27.5), coefficient of variation %.2f (want bursty, > 0.3)", speed, mean, cv)
+		}
 	}
 }
 
@@ -320,7 +329,11 @@ func TestRunIsOpenLoop(t *testing.T) {
 
 func TestRunStopsOnCancel(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
 	}))
 	defer hang.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

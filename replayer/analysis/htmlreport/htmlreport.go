@@ -105,6 +105,7 @@ func WriteCompare(w io.Writer, nameA, nameB string, c *analysis.Comparison, verd
 	fa, fb := framesXY(c.A.Frames, c.A.Frame), framesXY(c.B.Frames, c.B.Frame)
 	d.Charts = append(d.Charts, Chart{
 		Title: "E2E latency per frame: A vs B", Width: chartW, Height: chartH, XKind: xTime, YFmt: fmtMs, YLabel: "latency",
+		XLo: math.Min(fa.lo, fb.lo), XHi: math.Max(fa.hi, fb.hi),
 		Series: []Series{
 			{Name: "A p99", X: fa.x, Y: fa.p99, Color: blue},
 			{Name: "B p99", X: fb.x, Y: fb.p99, Color: orange},
@@ -113,6 +114,7 @@ func WriteCompare(w io.Writer, nameA, nameB string, c *analysis.Comparison, verd
 		},
 	}.SVG(), Chart{
 		Title: "TTFT p99 per frame, with batch size", Width: chartW, Height: chartH, XKind: xTime, YFmt: fmtMs, YLabel: "TTFT p99",
+		XLo: math.Min(fa.lo, fb.lo), XHi: math.Max(fa.hi, fb.hi),
 		Y2Lab: "mean batch size",
 		Series: []Series{
 			{Name: "A ttft p99", X: fa.x, Y: fa.ttft, Color: blue},
@@ -134,7 +136,7 @@ func (d *pageData) fill(s *analysis.Summary, bands []Band) {
 	f := framesXY(s.Frames, s.Frame)
 	d.Charts = append(d.Charts, Chart{
 		Title: "E2E latency per frame, with batch size", Width: chartW, Height: chartH, XKind: xTime, YFmt: fmtMs,
-		YLabel: "latency", Y2Lab: "mean batch size", Bands: bands,
+		YLabel: "latency", Y2Lab: "mean batch size", Bands: bands, XLo: f.lo, XHi: f.hi,
 		Series: []Series{
 			{Name: "p50", X: f.x, Y: f.p50, Color: green},
 			{Name: "p95", X: f.x, Y: f.p95, Color: orange},
@@ -143,7 +145,7 @@ func (d *pageData) fill(s *analysis.Summary, bands []Band) {
 		},
 	}.SVG(), Chart{
 		Title: "E2E p99 per frame, with long-prompt share", Width: chartW, Height: chartH, XKind: xTime, YFmt: fmtMs,
-		YLabel: "p99", Y2Lab: "long-prompt share", Y2Fmt: fmtPct, Y2Max: 1, Bands: bands,
+		YLabel: "p99", Y2Lab: "long-prompt share", Y2Fmt: fmtPct, Y2Max: 1, Bands: bands, XLo: f.lo, XHi: f.hi,
 		Series: []Series{
 			{Name: "p99", X: f.x, Y: f.p99, Color: red},
 			{Name: "TTFT p99", X: f.x, Y: f.ttft, Color: blue},
@@ -173,7 +175,10 @@ func quantileLabel(p float64) string {
 	return fmt.Sprintf("p%g", 100*p)
 }
 
-type frameSeries struct{ x, p50, p95, p99, ttft, batch, long []float64 }
+type frameSeries struct {
+	x, p50, p95, p99, ttft, batch, long []float64
+	lo, hi                              float64 // first frame's start, last frame's end
+}
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
@@ -187,6 +192,9 @@ func framesXY(frames []analysis.Frame, frame time.Duration) frameSeries {
 			return nan
 		}
 		return float64(d)
+	}
+	if len(frames) > 0 {
+		f.lo, f.hi = unix(frames[0].Start), unix(frames[len(frames)-1].Start.Add(frame))
 	}
 	for _, fr := range frames {
 		f.x = append(f.x, unix(fr.Start.Add(frame/2)))

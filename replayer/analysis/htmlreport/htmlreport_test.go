@@ -89,11 +89,11 @@ func TestPages(t *testing.T) {
 	base, fix := incident(t, 1), incident(t, 0.45)
 	t.Run("report", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteReport(&b, "reel report: results/<incident-replay>", base.Summary()); err != nil {
+		if err := WriteReport(&b, "reel report: results/incident-replay", base.Summary()); err != nil {
 			t.Fatal(err)
 		}
 		keep(t, "report.html", b.Bytes())
-		checkPage(t, b.String(), "reel report: results/&lt;incident-replay&gt;", "E2E latency per frame", "long-prompt share", "SLO windows", `class="miss"`, "frames of 5s")
+		checkPage(t, b.String(), "reel report: results/incident-replay", "E2E latency per frame", "long-prompt share", "SLO windows", `class="miss"`, "frames of 5s")
 	})
 	t.Run("stats", func(t *testing.T) {
 		slo, _ := analysis.ParseSLO("ttft=500ms,e2e=1.2s")
@@ -117,15 +117,18 @@ func TestPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		keep(t, "compare.html", b.Bytes())
-		checkPage(t, b.String(), "OK: no regression", "A p99", "B p99", "CI of Δ", `class="sig"`)
+		checkPage(t, b.String(), "OK: no regression", "A p99", "B p99", "CI of Δ", `class="sig"`, "B has the tail in 0 of them (gone in B)")
 	})
 	t.Run("empty", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteReport(&b, "empty", analysis.New(analysis.Options{}).Summary()); err != nil {
+		if err := WriteReport(&b, "<empty> & co", analysis.New(analysis.Options{}).Summary()); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), "no data") {
 			t.Error("an empty report must say there is no data")
+		}
+		if !strings.Contains(b.String(), "&lt;empty&gt; &amp; co") || strings.Contains(b.String(), "<empty>") {
+			t.Error("the title must be escaped")
 		}
 	})
 }

@@ -28,7 +28,8 @@ type Chart struct {
 	YLabel, Y2Lab string
 	Y2Max         float64 // fixed right-axis maximum (0: from data)
 	Series        []Series
-	Bands         []Band // shaded x ranges drawn behind the series
+	Bands         []Band  // shaded x ranges drawn behind the series
+	XLo, XHi      float64 // fixed x range (both 0: from the data)
 }
 
 // Band shades the x range [X0, X1] (frames that stand out).
@@ -109,6 +110,9 @@ func (c Chart) SVG() template.HTML {
 				yhi = math.Max(yhi, y)
 			}
 		}
+	}
+	if c.XHi > c.XLo {
+		xlo, xhi = c.XLo, c.XHi
 	}
 	if math.IsInf(xlo, 0) {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="empty">no data</text></svg>`, w/2, h/2)
@@ -329,7 +333,7 @@ type StripCell struct {
 
 // SVG renders the strip.
 func (s Strip) SVG() template.HTML {
-	const rowH, gap, labelW = 18, 6, 110
+	const rowH, gap, labelW = 18, 6, padL
 	h := padT + len(s.Rows)*(rowH+gap) + 4
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, s.Width, h, s.Width, h, html.EscapeString(s.Title))

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
+)
+
+const redactUsage = `usage: reel redact IN... OUT [flags]
+       reel redact --explain --body FILE [--content-type TYPE] [--response] [flags]
+
+Re-redact a dataset: read every exchange under IN (files, directory trees or
+globs; raw captures made with 'reel record --raw' inside a secure zone), redact
+it with the policy and key, and write a new dataset under OUT. With --explain,
+redact one body and print what each field became and why.
+
+The key comes from --redact-key-file, else $REEL_REDACT_KEY (64 hex digits,
+base64, or a passphrase of at least 16 bytes); without one a random key is used
+and tokens and prefix_hashes will not match any other dataset.
+
+examples:
+  REEL_REDACT_KEY=$(cat /etc/reel/key) reel redact ./raw-capture ./capture
+  reel redact './raw/dt=2025-03-14/hour=1*' ./out --policy policy.yaml --redact-key-file /etc/reel/key
+  reel redact --explain --body request.json
+  reel redact --explain --body stream.txt --content-type text/event-stream --response
+  reel redact --explain --body request.json --policy policy.yaml --json
+
+flags:
+`
+
+func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("redact", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	policyFile := fs.String("policy", "", "redaction policy file, YAML or JSON (default: the built-in policy)")
+	keyFile := fs.String("redact-key-file", "", "file holding the dataset's redaction key (else $REEL_REDACT_KEY, else a random key)")
+	explain := fs.Bool("explain", false, "redact one body (--body) and show what each field became and why")
+	body := fs.String("body", "", "with --explain: the body file ('-' for stdin)")
+	contentType := fs.String("content-type", "application/json", "with --explain: the body's content type")
+	response := fs.Bool("response", false, "with --explain: treat the body as a response (SSE streams, no prefix hashes)")
+	asJSON := fs.Bool("json", false, "with --explain: print JSON")
+	recorder := fs.String("recorder", "redact", "recorder id in the new files' names and metadata (rows keep their own)")
+	skipBad := fs.Bool("skip-bad", false, "skip unreadable input files with a warning (default: fail)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, redactUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return &usageError{msg: err.Error(), hint: "reel redact --help"}
+	}
+	r, err := openRedactor(*policyFile, *keyFile, stderr)
+	if err != nil {
+		return err
+	}
+	if *explain {
+		if *body == "" || fs.NArg() > 0 {
+			return &usageError{msg: "--explain takes one body file and no datasets", hint: "reel redact --explain --body request.json"}
+		}
+		return explainBody(r, *body, *contentType, *response, *asJSON, stdout)
+	}
+	if fs.NArg() < 2 {
+		return &usageError{msg: "need an input dataset and an output directory", hint: "reel redact ./raw-capture ./capture"}
+	}
+	in, out := fs.Args()[:fs.NArg()-1], fs.Arg(fs.NArg()-1)
+	return redactDataset(ctx, r, in, out, *recorder, *skipBad, stdout, stderr)
+}
+
+// openRedactor builds a redactor from a policy file (or the built-in
+// policy) and the key from keyFile, else $REEL_REDACT_KEY, else a random
+// key with a warning on stderr.
+func openRedactor(policyFile, keyFile string, stderr io.Writer) (*redact.Redactor, error) {
+	policy := redact.DefaultPolicy()
+	if policyFile != "" {
+		p, err := redact.LoadPolicy(policyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load redaction policy: %w", err)
+		}
+		policy = p
+	}
+	var key []byte
+	var err error
+	switch {
+	case keyFile != "":
+		text, rerr := os.ReadFile(keyFile)
+		if rerr != nil {
+			return nil, fmt.Errorf("read redaction key: %w", rerr)
+		}
+		if key, err = redact.ParseKey(text); err != nil {
+			return nil, fmt.Errorf("redaction key %s: %w", keyFile, err)
+		}
+	case os.Getenv("REEL_REDACT_KEY") != "":
+		if key, err = redact.ParseKey([]byte(os.Getenv("REEL_REDACT_KEY"))); err != nil {
+			return nil, fmt.Errorf("redaction key $REEL_REDACT_KEY: %w", err)
+		}
+	default:
+		if key, err = redact.NewRandomKey(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(stderr, "reel redact:", redact.RandomKeyWarning)
+	}
+	r, err := redact.New(policy, key)
+	if err != nil {
+		return nil, fmt.Errorf("redactor: %w", err)
+	}
+	return r, nil
+}
+
+func explainBody(r *redact.Redactor, path, contentType string, response, asJSON bool, stdout io.Writer) error {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	b, expl, err := r.Explain(contentType, data, response)
+	if err != nil {
+		return fmt.Errorf("explain: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Fingerprint  string               `json:"fingerprint"`
+			Fields       []redact.Explanation `json:"fields"`
+			PrefixHashes []int64              `json:"prefix_hashes"`
+			Topic        string               `json:"topic"`
+			Body         string               `json:"body"`
+		}{r.Fingerprint(), expl, b.PrefixHashes, b.Topic, string(b.Data)})
+	}
+	fmt.Fprintf(stdout, "policy: %s\n\n", r.Fingerprint())
+	if err := redact.WriteExplanation(stdout, b, expl); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nredacted body (%d bytes, was %d):\n%s\n", len(b.Data), len(data), b.Data)
+	return nil
+}
+
+func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, recorder string, skipBad bool, stdout, stderr io.Writer) error {
+	files, err := formats.ListFiles(in)
+	if err != nil {
+		return fmt.Errorf("list input: %w", err)
+	}
+	if len(files) == 0 {
+		return &usageError{msg: fmt.Sprintf("no dataset files under %s", strings.Join(in, " ")), hint: "reel inspect " + in[0]}
+	}
+	for _, f := range files {
+		if fi, err := formats.StatFile(f); err == nil {
+			if fp := fi.Meta[formats.MetaRedaction]; fp != "" && fp != "raw" {
+				fmt.Fprintf(stderr, "reel redact: note: %s is already redacted (%s); redacting it again\n", f, fp)
+			}
+		}
+	}
+	rd, err := formats.OpenReader[formats.Exchange](ctx, in, formats.ReaderOptions{
+		SkipBad: skipBad,
+		Warn:    func(err error) { fmt.Fprintln(stderr, "reel redact: skipped:", err) },
+	})
+	if err != nil {
+		return fmt.Errorf("open input: %w", err)
+	}
+	defer rd.Close()
+	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{
+		Dir: out, Recorder: recorder, Source: "redact:" + strings.Join(in, ","), RedactionFingerprint: r.Fingerprint(),
+	})
+	if err != nil {
+		return fmt.Errorf("open output: %w", err)
+	}
+	var n, failed int64
+	for {
+		if err := ctx.Err(); err != nil {
+			w.Close()
+			return err
+		}
+		x, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("read input: %w", err)
+		}
+		r.RedactExchange(x)
+		if x.RedactErr != "" {
+			failed++
+		}
+		if err := w.Write(x); err != nil {
+			w.Close()
+			return fmt.Errorf("write output: %w", err)
+		}
+		n++
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("close output: %w", err)
+	}
+	fmt.Fprintf(stdout, "redacted %d exchanges from %d files into %s (%d with a redaction error, stored empty)\npolicy: %s\n", n, len(files), out, failed, r.Fingerprint())
+	return nil
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/replayer/analysis/htmlreport"
+)
+
+// findings is what the story found, for the closing lines and the checks.
+type findings struct {
+	cfg config
+
+	IncidentStart, IncidentEnd time.Time // where the generator put the long prompts
+	Sent, Failed               int
+	Recorded                   int64 // exchanges in the dataset
+
+	Episodes       []analysis.Episode // reel stats' frames that stand out
+	Correlations   []analysis.Correlation
+	RecordedFrames []analysis.Frame
+	gauges         *gauges
+	Server         *serverView // the simulator's gauges over the incident episode
+
+	ReplayFrom, ReplayTo      time.Time
+	BaselineLagP99, FixLagP99 time.Duration
+
+	// Short requests' TTFT p99 in the incident frames and in the replayed
+	// window's other frames.
+	Rec, Base, Fix tails
+
+	FixDelta   analysis.Delta   // short requests' ttft.p99, baseline → fix, whole window
+	FixVerdict analysis.Verdict // the improvement rule applied to it
+	FixRule    string
+	LongDelta  analysis.Delta // long requests' ttft.p99, baseline → fix
+}
+
+// tails are TTFT p99s inside and outside the incident frames.
+type tails struct {
+	Incident, Normal   time.Duration
+	NIncident, NNormal int64
+}
+
+// incidentEpisode returns the first episode reel stats flagged that overlaps
+// the generated long-prompt window, or nil.
+func (f *findings) incidentEpisode() *analysis.Episode {
+	for i := range f.Episodes {
+		e := &f.Episodes[i]
+		if e.Start.Before(f.IncidentEnd) && e.End.After(f.IncidentStart) {
+			return e
+		}
+	}
+	return nil
+}
+
+// inEpisode reports whether the frame starting at t lies in a flagged episode.
+func (f *findings) inEpisode(t time.Time) bool {
+	for _, e := range f.Episodes {
+		if !t.Before(e.Start) && t.Before(e.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// conclusionError lists the story's conclusions that did not hold.
+type conclusionError struct{ failed []string }
+
+func (e *conclusionError) Error() string {
+	return "the story's conclusions do not hold:\n  - " + strings.Join(e.failed, "\n  - ")
+}
+
+// check asserts the story's conclusions.
+func (f *findings) check() error {
+	var failed []string
+	if f.incidentEpisode() == nil {
+		var got []string
+		for _, e := range f.Episodes {
+			got = append(got, fmt.Sprintf("%s–%s", clock(e.Start), clock(e.End)))
+		}
+		failed = append(failed, fmt.Sprintf("reel stats flagged no frames overlapping the long-prompt burst %s–%s (flagged: %s)",
+			clock(f.IncidentStart), clock(f.IncidentEnd), orNone(got)))
+	}
+	d := f.FixDelta
+	switch {
+	case d.A == 0 || d.B == 0:
+		failed = append(failed, "no TTFT for short requests in one of the replays")
+	case d.Rel > -f.cfg.MinImprovement:
+		failed = append(failed, fmt.Sprintf("the fix changed short requests' TTFT p99 by %+.0f%% (%s → %s), want at most −%.0f%%",
+			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), 100*f.cfg.MinImprovement))
+	case !f.FixVerdict.Regression:
+		failed = append(failed, fmt.Sprintf("the fix's TTFT p99 change %+.0f%% is within noise (CI [%s, %s])",
+			100*d.Rel, dur(time.Duration(d.CILow)), dur(time.Duration(d.CIHigh))))
+	}
+	if len(failed) > 0 {
+		return &conclusionError{failed: failed}
+	}
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// judge runs steps 8 and 9: did the shadow reproduce the incident, did the
+// fix help.
+func (s *story) judge(ctx context.Context) error {
+	cfg, nb, f := &s.cfg, s.nb, s.f
+	opt := s.analysisOptions()
+	from, to := f.ReplayFrom, f.ReplayTo
+	incFrom, incTo := f.IncidentStart, f.IncidentEnd
+	if ep := f.incidentEpisode(); ep != nil {
+		incFrom, incTo = ep.Start, ep.End
+	} else {
+		incFrom, incTo = analysis.FrameOf(incFrom, time.Time{}, cfg.Frame), analysis.FrameOf(incTo, time.Time{}, cfg.Frame).Add(cfg.Frame)
+	}
+	short := shortOnly(cfg.LongPrompt)
+	long := func(p int32) bool { return int(p) >= cfg.LongPrompt }
+
+	// Short requests, whole window.
+	recS, err := loadExchanges(ctx, s.recDir, opt, from, to, short)
+	if err != nil {
+		return err
+	}
+	baseS, err := loadResults(ctx, s.baseDir, opt, from, to, short)
+	if err != nil {
+		return err
+	}
+	fixS, err := loadResults(ctx, s.fixDir, opt, from, to, short)
+	if err != nil {
+		return err
+	}
+	// Short requests, incident frames and the rest.
+	tailsOf := func(load func(from, to time.Time) (*analysis.Analyzer, error), whole *analysis.Analyzer) (tails, error) {
+		in, err := load(incFrom, incTo)
+		if err != nil {
+			return tails{}, err
+		}
+		var t tails
+		is := in.Summary()
+		t.Incident, t.NIncident = is.TTFT.P99, is.TTFT.N
+		// The rest: the window's frames outside the incident.
+		var normal []time.Duration
+		for _, fr := range whole.Summary().Frames {
+			if fr.Start.Before(incFrom) || !fr.Start.Before(incTo) {
+				if fr.TTFT.N > 0 {
+					normal = append(normal, fr.TTFT.P99)
+					t.NNormal += fr.TTFT.N
+				}
+			}
+		}
+		t.Normal = median(normal)
+		return t, nil
+	}
+	if f.Rec, err = tailsOf(func(a, b time.Time) (*analysis.Analyzer, error) {
+		return loadExchanges(ctx, s.recDir, opt, a, b, short)
+	}, recS); err != nil {
+		return err
+	}
+	if f.Base, err = tailsOf(func(a, b time.Time) (*analysis.Analyzer, error) {
+		return loadResults(ctx, s.baseDir, opt, a, b, short)
+	}, baseS); err != nil {
+		return err
+	}
+	if f.Fix, err = tailsOf(func(a, b time.Time) (*analysis.Analyzer, error) {
+		return loadResults(ctx, s.fixDir, opt, a, b, short)
+	}, fixS); err != nil {
+		return err
+	}
+
+	nb.section("Did the shadow reproduce it?  (recording vs baseline replay)")
+	recAll, err := loadExchanges(ctx, s.recDir, opt, from, to, nil)
+	if err != nil {
+		return err
+	}
+	baseAll, err := loadResults(ctx, s.baseDir, opt, from, to, nil)
+	if err != nil {
+		return err
+	}
+	repro := analysis.Compare(recAll, baseAll, analysis.CompareOptions{})
+	reproHTML := filepath.Join(cfg.Dir, "reproduce.html")
+	if err := writeFile(reproHTML, func(w io.Writer) error {
+		return htmlreport.WriteCompare(w, "recording "+s.recDir, "baseline replay "+s.baseDir, repro, nil)
+	}); err != nil {
+		return err
+	}
+	nb.say("short prompts' TTFT p99 in the incident frames %s–%s:", clock(incFrom), clock(incTo))
+	nb.say("  recorded %s, shadow %s (%.2f× the recording); other frames: %s vs %s (frame median)",
+		dur(f.Rec.Incident), dur(f.Base.Incident), ratio(f.Base.Incident, f.Rec.Incident), dur(f.Rec.Normal), dur(f.Base.Normal))
+	if f.Base.Incident >= 2*f.Base.Normal {
+		nb.say("→ reproduced: the shadow's incident frames are %.1f× its normal ones (production: %.1f×)",
+			ratio(f.Base.Incident, f.Base.Normal), ratio(f.Rec.Incident, f.Rec.Normal))
+	} else {
+		nb.say("→ NOT reproduced: the shadow's incident frames are only %.1f× its normal ones (production: %.1f×)",
+			ratio(f.Base.Incident, f.Base.Normal), ratio(f.Rec.Incident, f.Rec.Normal))
+	}
+	nb.cmd(fmt.Sprintf("reel compare %s %s --from %s --to %s --frame %s \\", s.recDir, s.baseDir, rfc(from), rfc(to), cfg.Frame),
+		"    --html "+reproHTML)
+
+	nb.section("Did the fix help?  (baseline vs long-prompt queue, same traffic)")
+	fix := analysis.Compare(baseS, fixS, analysis.CompareOptions{})
+	f.FixRule = fmt.Sprintf("ttft.p99<-%.0f%%", 100*cfg.MinImprovement)
+	rules, err := analysis.ParseRules(f.FixRule)
+	if err != nil {
+		return fmt.Errorf("fix rule: %w", err)
+	}
+	f.FixVerdict = fix.Judge(rules)
+	f.FixDelta, _ = fix.Metric("ttft.p99")
+	fixHTML := filepath.Join(cfg.Dir, "fix.html")
+	if err := writeFile(fixHTML, func(w io.Writer) error {
+		return htmlreport.WriteCompare(w, "baseline, short prompts", "fix, short prompts", fix, &f.FixVerdict)
+	}); err != nil {
+		return err
+	}
+	baseL, err := loadResults(ctx, s.baseDir, opt, from, to, long)
+	if err != nil {
+		return err
+	}
+	fixL, err := loadResults(ctx, s.fixDir, opt, from, to, long)
+	if err != nil {
+		return err
+	}
+	f.LongDelta, _ = analysis.Compare(baseL, fixL, analysis.CompareOptions{Resamples: 100}).Metric("ttft.p99")
+
+	s.frameTable(recS, baseS, fixS, recAll)
+	nb.say("")
+	nb.say("short prompts (< %d tokens), whole replayed window, baseline → fix:", cfg.LongPrompt)
+	for _, name := range []string{"ttft.p50", "ttft.p99", "tpot.p99", "e2e.p99"} {
+		if d, ok := fix.Metric(name); ok {
+			nb.say("  %-9s %8s → %-8s %+5.0f%%   95%% CI of Δ [%s, %s]", name, dur(time.Duration(d.A)), dur(time.Duration(d.B)),
+				100*d.Rel, signed(d.CILow), signed(d.CIHigh))
+		}
+	}
+	nb.say("long prompts pay for it: their TTFT p99 %s → %s (%+.0f%%) — they now wait their turn",
+		dur(time.Duration(f.LongDelta.A)), dur(time.Duration(f.LongDelta.B)), 100*f.LongDelta.Rel)
+	d := f.FixDelta
+	if f.FixVerdict.Regression && d.Rel <= -cfg.MinImprovement {
+		nb.say("verdict: FIX CONFIRMED — short requests' TTFT p99 %+.0f%% (%s → %s), CI [%s, %s] excludes zero; rule %s holds",
+			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), signed(d.CILow), signed(d.CIHigh), f.FixRule)
+	} else {
+		nb.say("verdict: NOT CONFIRMED — short requests' TTFT p99 %+.0f%% (%s → %s), CI [%s, %s]; rule %s does not hold",
+			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), signed(d.CILow), signed(d.CIHigh), f.FixRule)
+	}
+	nb.cmd(fmt.Sprintf("reel compare %s %s --frame %s --fail-on '%s' --html %s", s.baseDir, s.fixDir, cfg.Frame, f.FixRule, fixHTML),
+		fmt.Sprintf("reel report %s --buckets %d    # TTFT by prompt length: short vs long", s.fixDir, cfg.LongPrompt))
+	nb.say("(--fail-on trips on a significant change past the threshold: pointed at a drop, exit 1 is the")
+	nb.say(" improvement showing. reel compare has no prompt-length filter yet, so by hand it judges all")
+	nb.say(" requests; this run filtered the rows to short prompts in process.)")
+	return nil
+}
+
+// frameTable prints short requests' TTFT p99 per frame for the recording
+// and both replays.
+func (s *story) frameTable(rec, base, fix, all *analysis.Analyzer) {
+	nb := s.nb
+	byStart := func(a *analysis.Analyzer) map[int64]analysis.Frame {
+		m := map[int64]analysis.Frame{}
+		for _, f := range a.Summary().Frames {
+			m[f.Start.UnixNano()] = f
+		}
+		return m
+	}
+	rf, bf, ff := byStart(rec), byStart(base), byStart(fix)
+	nb.say("short prompts' TTFT p99 per frame:")
+	nb.say("  frame     long  recorded  baseline       fix")
+	for _, af := range all.Summary().Frames {
+		k := af.Start.UnixNano()
+		mark := ""
+		if s.f.inEpisode(af.Start) {
+			mark = "  ◀ incident"
+		}
+		nb.say("  %s  %3.0f%%  %8s  %8s  %8s%s", clock(af.Start), 100*af.LongPromptShare,
+			frameP99(rf, k), frameP99(bf, k), frameP99(ff, k), mark)
+	}
+}
+
+func frameP99(m map[int64]analysis.Frame, k int64) string {
+	f, ok := m[k]
+	if !ok || f.TTFT.N == 0 {
+		return "-"
+	}
+	return dur(f.TTFT.P99)
+}
+
+// conclude prints the closing lines.
+func (s *story) conclude() {
+	nb, f, cfg := s.nb, s.f, &s.cfg
+	nb.section("What we learned")
+	if ep := f.incidentEpisode(); ep != nil {
+		cause := "cause unclear"
+		if ep.Cause != "" {
+			cause = fmt.Sprintf("%s (r=%.2f)", ep.Cause, ep.CauseR)
+		}
+		nb.say("1. reel stats found the incident at %s–%s (burst generated %s–%s): p99 %.1f× the median frame, %s",
+			clock(ep.Start), clock(ep.End), clock(f.IncidentStart), clock(f.IncidentEnd), ep.TailRatio, cause)
+	} else {
+		nb.say("1. reel stats did NOT flag the burst window %s–%s", clock(f.IncidentStart), clock(f.IncidentEnd))
+	}
+	nb.say("2. the shadow reproduced it from the recording alone: TTFT p99 %s vs %s in production",
+		dur(f.Base.Incident), dur(f.Rec.Incident))
+	d := f.FixDelta
+	nb.say("3. a separate long-prompt queue takes short requests' TTFT p99 from %s to %s (%+.0f%%) on the same traffic",
+		dur(time.Duration(d.A)), dur(time.Duration(d.B)), 100*d.Rel)
+	nb.say("   (×%g: %s → %s on the simulated GPU)", cfg.TimeScale,
+		dur(time.Duration(d.A*cfg.TimeScale)), dur(time.Duration(d.B*cfg.TimeScale)))
+	nb.say("")
+	nb.say("files: %s/", cfg.Dir)
+	for _, p := range []string{"recording/   the redacted exchange/1 dataset (Parquet)", "results/baseline/, results/fix/   result/1 rows per replayed request",
+		"stats.txt, stats.html   reel stats", "reproduce.html   recording vs baseline replay", "fix.html   baseline vs fix, short prompts",
+		"redact.key   the dataset's redaction key"} {
+		nb.say("  %s", p)
+	}
+	nb.say("done in %s", time.Since(nb.start).Round(time.Second))
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func signed(ns float64) string {
+	if ns < 0 {
+		return "-" + dur(time.Duration(-ns))
+	}
+	return "+" + dur(time.Duration(ns))
+}
+
+func median(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), v...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[(len(s)-1)/2]
+}

@@ -1,0 +1,89 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// validFile writes a small two-row-group exchange file and returns its bytes.
+func validFile(t testing.TB) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	recs := []Exchange{testExchange(1, 0), testExchange(2, time.Second), testExchange(3, 2*time.Second)}
+	writeAll(t, WriterOptions{Dir: dir, RowGroupRows: 2, NoSpool: true}, recs)
+	files, err := ListFiles([]string{dir})
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ListFiles = %v, %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readDamaged opens and drains data as a dataset file; it must return (the
+// caller checks for panics and hangs), with rows or an ErrBadFile.
+func readDamaged(t *testing.T, data []byte) (int, error) {
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader[Exchange](context.Background(), []string{path}, ReaderOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	for n := 0; ; n++ {
+		if n > 1000 {
+			t.Fatal("more rows than the file holds")
+		}
+		_, err := r.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func TestDamagedFiles(t *testing.T) {
+	t.Parallel()
+	good := validFile(t)
+	if n, err := readDamaged(t, good); err != nil || n != 3 {
+		t.Fatalf("valid file: %d rows, %v", n, err)
+	}
+	for cut := 0; cut < len(good); cut += max(1, len(good)/97) {
+		t.Run("truncated", func(t *testing.T) {
+			if _, err := readDamaged(t, good[:cut]); !errors.Is(err, ErrBadFile) {
+				t.Fatalf("cut at %d of %d: %v, want ErrBadFile", cut, len(good), err)
+			}
+		})
+	}
+	for pos := 0; pos < len(good); pos += max(1, len(good)/211) {
+		bad := append([]byte(nil), good...)
+		bad[pos] ^= 0x5a
+		_, err := readDamaged(t, bad)
+		if err != nil && !errors.Is(err, ErrBadFile) {
+			t.Fatalf("flip at %d: %v, want nil or ErrBadFile", pos, err)
+		}
+	}
+}
+
+// FuzzDamagedParquet: any bytes as a dataset file give rows or an error,
+// never a panic or a hang.
+func FuzzDamagedParquet(f *testing.F) {
+	good := validFile(f)
+	f.Add(good)
+	f.Add(good[:len(good)-10])
+	f.Add([]byte("PAR1PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		readDamaged(t, data)
+	})
+}
