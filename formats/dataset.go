@@ -60,7 +60,8 @@ func nsTime(ns int64) time.Time {
 // ListFiles expands paths (files, directory trees, globs) into the sorted,
 // de-duplicated list of Parquet files they name. Inside directories, names
 // starting with '_' or '.' are skipped (temporary files, the spool) and only
-// *.parquet files are taken; a file named explicitly is always taken.
+// *.parquet files are taken; glob matches with such names are skipped too; a
+// file named explicitly is always taken.
 func ListFiles(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -72,7 +73,8 @@ func ListFiles(paths []string) ([]string, error) {
 	}
 	for _, p := range paths {
 		matches := []string{p}
-		if strings.ContainsAny(p, "*?[") {
+		glob := strings.ContainsAny(p, "*?[")
+		if glob {
 			m, err := filepath.Glob(p)
 			if err != nil {
 				return nil, fmt.Errorf("list %s: %w", p, err)
@@ -83,6 +85,9 @@ func ListFiles(paths []string) ([]string, error) {
 			matches = m
 		}
 		for _, m := range matches {
+			if glob && isHidden(filepath.Base(m)) {
+				continue // a glob does not pick temporary files or the spool
+			}
 			st, err := os.Stat(m)
 			if err != nil {
 				return nil, fmt.Errorf("list: %w", err)

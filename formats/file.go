@@ -31,6 +31,8 @@ type fileWriter[T Record] struct {
 	bufBytes int64
 	rows     int64
 	groups   int64
+	flushed  int64   // estimated uncompressed bytes of the row groups written
+	ratio    float64 // compressed/uncompressed, to estimate the buffered rows' share of the file
 
 	rowGroupRows  int
 	rowGroupBytes int64
@@ -46,7 +48,7 @@ type fileConfig struct {
 	meta          map[string]string // complete key-value metadata
 }
 
-func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now time.Time, cfg fileConfig) (*fileWriter[T], error) {
+func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now time.Time, cfg fileConfig, ratio float64) (*fileWriter[T], error) {
 	if err := os.MkdirAll(filepath.Dir(temp), 0o755); err != nil {
 		return nil, fmt.Errorf("create partition: %w", err)
 	}
@@ -63,6 +65,10 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		parquet.CreatedBy("reel", Version, ""),
 		parquet.KeyValueMetadata(metaCreatedKey, now.UTC().Format(time.RFC3339Nano)),
 	}
+	// Min/max of bodies mean nothing and cost a comparison of every body.
+	for _, blob := range blobColumns[T]() {
+		opts = append(opts, parquet.SkipPageBounds(blob), parquet.SkipPageStatistics(blob))
+	}
 	for k, v := range cfg.meta {
 		opts = append(opts, parquet.KeyValueMetadata(k, v))
 	}
@@ -73,6 +79,7 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		rowGroupRows:  cfg.rowGroupRows,
 		rowGroupBytes: cfg.rowGroupBytes,
 		rotateSize:    cfg.rotateSize,
+		ratio:         ratio,
 	}, nil
 }
 
@@ -88,9 +95,10 @@ func (fw *fileWriter[T]) add(rec *T) error {
 }
 
 // full reports whether the file has reached its rotation size, counting
-// buffered rows at their uncompressed size (so files err on the small side).
+// buffered rows at the compression ratio seen so far (1 before the writer
+// has written anything, so early files err on the small side).
 func (fw *fileWriter[T]) full() bool {
-	return fw.pw.Size()+fw.bufBytes >= fw.rotateSize
+	return fw.pw.Size()+int64(float64(fw.bufBytes)*fw.ratio) >= fw.rotateSize
 }
 
 // flushRowGroup sorts the buffered rows by time and writes them as one row
@@ -117,7 +125,9 @@ func (fw *fileWriter[T]) flushRowGroup() error {
 	}
 	clear(fw.buf) // drop references to bodies
 	fw.buf = fw.buf[:0]
+	fw.flushed += fw.bufBytes
 	fw.bufBytes = 0
+	fw.ratio = min(1, float64(fw.pw.Size())/float64(fw.flushed))
 	fw.groups++
 	return nil
 }

@@ -33,6 +33,8 @@ type Reader[T Record] struct {
 	files    map[string]*openFile
 	last     int64
 	err      error
+	maxOpen  int // most row groups open at once (tests check memory stays flat)
+	started  int // row groups opened
 }
 
 // run is one row group being merged.
@@ -197,6 +199,8 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 	}
 	ru.key = timeKey(&ru.buf[0])
 	heap.Push(&r.heap, ru)
+	r.started++
+	r.maxOpen = max(r.maxOpen, len(r.heap))
 	return nil
 }
 

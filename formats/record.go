@@ -69,3 +69,12 @@ func mapSize(m map[string]string) int {
 	}
 	return n
 }
+
+// blobColumns are the columns whose statistics are not worth writing.
+func blobColumns[T Record]() []string {
+	var zero T
+	if _, ok := any(&zero).(*Exchange); ok {
+		return []string{"req_body", "resp_body"}
+	}
+	return nil
+}

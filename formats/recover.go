@@ -167,7 +167,7 @@ func recoverSpool[T Record](ctx context.Context, w *Writer[T], dir string) (reco
 						}
 						w.next++
 						temp := filepath.Join(filepath.Dir(final), fmt.Sprintf("_%s-%d.parquet.tmp", w.sid, w.next))
-						fw, err = newFileWriter[T](final, temp, ordinal, 0, w.opts.Now(), cfg)
+						fw, err = newFileWriter[T](final, temp, ordinal, 0, w.opts.Now(), cfg, 1)
 						if err != nil {
 							return n, l, err
 						}

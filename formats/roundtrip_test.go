@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -246,5 +247,98 @@ func TestSameSecondWriters(t *testing.T) {
 	}
 	if got := readAll[Exchange](t, []string{dir}, ReaderOptions{}); len(got) != 3 {
 		t.Fatalf("read %d records, want 3", len(got))
+	}
+}
+
+// TestRotateByAge: an idle file is closed (renamed, readable) once it is
+// RotateAge old, while writes go on around the background sync.
+func TestRotateByAge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	w, err := NewWriter[Exchange](context.Background(), WriterOptions{
+		Dir: dir, Recorder: "aged", RotateAge: time.Minute, SyncEvery: 5 * time.Millisecond, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		x := testExchange(int64(i+1), time.Duration(i)*time.Millisecond)
+		if err := w.Write(&x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Add(int64(2 * time.Minute))
+	deadline := time.Now().Add(20 * time.Second)
+	for w.Stats().FilesClosed == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("file not rotated by age within 20 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if files, _ := ListFiles([]string{dir}); len(files) != 1 {
+		t.Fatalf("after rotation by age: %d complete files, want 1", len(files))
+	}
+	for i := 200; i < 300; i++ {
+		x := testExchange(int64(i+1), time.Duration(i)*time.Millisecond)
+		if err := w.Write(&x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.FilesClosed != 2 || st.Syncs == 0 {
+		t.Errorf("Stats = %+v, want 2 files closed and some syncs", st)
+	}
+	if got := readAll[Exchange](t, []string{dir}, ReaderOptions{}); len(got) != 300 {
+		t.Fatalf("read %d records, want 300", len(got))
+	}
+}
+
+// TestReaderMemoryFlat: reading many files one after another keeps only the
+// row groups overlapping the current time open, and a window opens only the
+// row groups it overlaps.
+func TestReaderMemoryFlat(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const files, perFile = 30, 100
+	for f := range files {
+		recs := make([]Exchange, perFile)
+		for i := range recs {
+			recs[i] = testExchange(int64(f*perFile+i), time.Duration(f*perFile+i)*time.Second)
+		}
+		shuffleNear(recs, uint64(f))
+		writeAll(t, WriterOptions{Dir: dir, Recorder: fmt.Sprintf("r%d", f), RowGroupRows: 25}, recs)
+	}
+	count := func(opts ReaderOptions) (n int, r *Reader[Exchange]) {
+		r, err := OpenReader[Exchange](context.Background(), []string{dir}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				return n, r
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	n, r := count(ReaderOptions{})
+	if n != files*perFile {
+		t.Fatalf("read %d records, want %d", n, files*perFile)
+	}
+	if r.maxOpen > 3 {
+		t.Errorf("%d row groups open at once reading %d sequential files; want at most 3", r.maxOpen, files)
+	}
+	// 100 s in the middle: 4 or 5 row groups of 25 s, not all 120.
+	n, r = count(ReaderOptions{From: t0.Add(1000 * time.Second), To: t0.Add(1100 * time.Second)})
+	if n != 100 || r.started > 6 {
+		t.Errorf("window: %d records from %d row groups; want 100 from at most 6", n, r.started)
 	}
 }

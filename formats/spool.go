@@ -180,6 +180,19 @@ func (s *session) append(kind byte, ordinal uint32, payload []byte) error {
 	return nil
 }
 
+// flush writes buffered frames to the current segment and returns it for an
+// fsync, or nil when there is nothing to sync.
+func (s *session) flush() (*os.File, error) {
+	if !s.spool || s.f == nil || s.broken {
+		return nil, nil
+	}
+	if err := s.bw.Flush(); err != nil {
+		s.broken = true
+		return nil, err
+	}
+	return s.f, nil
+}
+
 // sync writes buffered frames and fsyncs the current segment.
 func (s *session) sync() error {
 	if !s.spool || s.f == nil || s.broken {

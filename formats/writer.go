@@ -46,8 +46,9 @@ type Writer[T Record] struct {
 	next   uint32                   // last file ordinal used
 	use    int64                    // write counter, for least-recently-used eviction
 	stats  Stats
-	err    error // error of background work (sync, age rotation), reported by the next Write
-	pinned int   // oldest spool segment a failed file needs; math.MaxInt if none
+	err    error   // error of background work (sync, age rotation), reported by the next Write
+	pinned int     // oldest spool segment a failed file needs; math.MaxInt if none
+	ratio  float64 // compression ratio of the last closed file, for rotation estimates
 	closed bool
 }
 
@@ -86,6 +87,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 		},
 		files:  map[int64]*fileWriter[T]{},
 		pinned: math.MaxInt,
+		ratio:  1,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -198,10 +200,23 @@ func (w *Writer[T]) background() {
 			return
 		case <-tick.C:
 		}
+		// Hand the buffered frames to the kernel under the lock, fsync
+		// without it: Write goes on while the disk catches up.
 		w.mu.Lock()
-		if err := w.sess.sync(); err != nil && w.err == nil {
-			w.err = fmt.Errorf("sync spool: %w", err)
-		} else if err == nil && w.sess.spooling() {
+		f, err := w.sess.flush()
+		w.mu.Unlock()
+		if err == nil && f != nil {
+			if err = f.Sync(); errors.Is(err, os.ErrClosed) {
+				err = nil // rotated meanwhile; rotation synced it
+			}
+		}
+		w.mu.Lock()
+		if err != nil {
+			w.sess.broken = true
+			if w.err == nil {
+				w.err = fmt.Errorf("sync spool: %w", err)
+			}
+		} else if f != nil {
 			w.stats.Syncs++
 		}
 		now := w.opts.Now()
@@ -251,7 +266,7 @@ func (w *Writer[T]) fileFor(hour int64) (*fileWriter[T], error) {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 	}
-	fw, err := newFileWriter[T](final, temp, w.next, hour, w.opts.Now(), w.cfg)
+	fw, err := newFileWriter[T](final, temp, w.next, hour, w.opts.Now(), w.cfg, w.ratio)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +287,9 @@ func (w *Writer[T]) closeFile(fw *fileWriter[T]) error {
 	w.stats.RowGroups += fw.groups
 	w.stats.FilesClosed++
 	w.stats.BytesWritten += size
+	if fw.flushed > 0 {
+		w.ratio = min(1, float64(size)/float64(fw.flushed))
+	}
 	if !w.sess.spooling() {
 		return nil
 	}

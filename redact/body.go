@@ -73,8 +73,9 @@ func kindOf(contentType string, body []byte) bodyKind {
 }
 
 // RedactRequestBody redacts a request body of the given content type.
-// contentEncoding is the Content-Encoding header; a compressed body cannot
-// be read and is refused with an *Error.
+// contentEncoding is the Content-Encoding header: gzip, deflate and zstd
+// bodies are decompressed, redacted and compressed again (so the stored body
+// still matches its header); anything else is refused with an *Error.
 func (r *Redactor) RedactRequestBody(contentType, contentEncoding string, body []byte) (Body, error) {
 	return r.redactBody(domainPrompt, contentType, contentEncoding, body)
 }
@@ -89,8 +90,16 @@ func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, 
 	if len(body) == 0 {
 		return Body{Data: body}, nil
 	}
-	if ce := strings.ToLower(strings.TrimSpace(contentEncoding)); ce != "" && ce != "identity" {
-		return Body{}, &Error{Reason: fmt.Sprintf("compressed body (content-encoding %s)", ce)}
+	c, identity, ok := contentCodec(contentEncoding)
+	if !ok {
+		return Body{}, &Error{Reason: fmt.Sprintf("compressed body (content-encoding %s) that reel cannot decode", strings.TrimSpace(contentEncoding))}
+	}
+	if !identity {
+		plain, err := decodeBody(c, body)
+		if err != nil {
+			return Body{}, &Error{Reason: fmt.Sprintf("content-encoding %s: %v", strings.TrimSpace(contentEncoding), err)}
+		}
+		body = plain
 	}
 	j := r.getJob(domain)
 	defer r.putJob(j)
@@ -99,7 +108,13 @@ func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, 
 			b, err = Body{}, &Error{Reason: fmt.Sprintf("internal error: %v", p)}
 		}
 	}()
-	return j.body(kindOf(contentType, body), body)
+	b, err = j.body(kindOf(contentType, body), body)
+	if err == nil && !identity && b.Data != nil {
+		if b.Data, err = encodeBody(c, b.Data); err != nil {
+			return Body{}, &Error{Reason: err.Error()}
+		}
+	}
+	return b, err
 }
 
 // body redacts one body with a fresh job.

@@ -28,6 +28,7 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client, _ = r.detect(x.Client)
+	x.Error, _ = r.detect(x.Error) // upstream errors can quote addresses
 	if x.Session != "" {
 		x.Session = r.pseudonym(x.Session)
 	}

@@ -8,7 +8,7 @@ import (
 
 // Explanation says what one field of a body became and why.
 type Explanation struct {
-	Field  string // dotted path; "$" for the root, " (key)" for an object key
+	Field  string // path like "messages[1].content"; "$" for the root, " (key)" for an object key
 	Action string // keep, detect, synthetic, text
 	Why    string
 	Before string

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -50,10 +51,11 @@ type job struct {
 	segs      []segment
 	chain     chain
 	hashes    []int64
-	allPrompt bool // responses: every non-kept string is chained
+	allPrompt bool      // responses: every non-kept string is chained
 	topics    topicScan // keyword hits over the raw prompt (requests)
 	explain   bool
 	expl      []Explanation
+	explPath  []string             // keys and "[i]" indices, only while explaining
 	rules     map[string]fieldRule // classification by path, kept across uses
 	pathKey   []byte
 }
@@ -127,7 +129,7 @@ func (r *Redactor) RedactJSON(body []byte) []byte {
 func (j *job) redactJSON(out, in []byte) []byte {
 	j.in, j.pos, j.errPos = in, 0, -1
 	j.doc, j.synth, j.text = j.doc[:0], j.synth[:0], j.text[:0]
-	j.edits, j.segs, j.path = j.edits[:0], j.segs[:0], j.path[:0]
+	j.edits, j.segs, j.path, j.explPath = j.edits[:0], j.segs[:0], j.path[:0], j.explPath[:0]
 	for {
 		j.skipWS()
 		if j.pos >= len(in) || !j.value(0) {
@@ -285,8 +287,14 @@ func (j *job) object(depth int) bool {
 		}
 		j.pos++
 		j.path = append(j.path, keyString(key, esc))
+		if j.explain {
+			j.explPath = append(j.explPath, "."+string(key))
+		}
 		ok = j.value(depth)
 		j.path = j.path[:len(j.path)-1]
+		if j.explain {
+			j.explPath = j.explPath[:len(j.explPath)-1]
+		}
 		if !ok {
 			return false
 		}
@@ -316,8 +324,15 @@ func (j *job) array(depth int) bool {
 		j.pos++
 		return true
 	}
-	for {
-		if !j.value(depth) {
+	for i := 0; ; i++ {
+		if j.explain {
+			j.explPath = append(j.explPath, "["+strconv.Itoa(i)+"]")
+		}
+		ok := j.value(depth)
+		if j.explain {
+			j.explPath = j.explPath[:len(j.explPath)-1]
+		}
+		if !ok {
 			return false
 		}
 		j.skipWS()
@@ -484,11 +499,13 @@ func (j *job) note(suffix, action, why, rule string, before []byte) int {
 	return len(j.expl) - 1
 }
 
+// pathString names the current field for explanations: keys and array
+// indices ("messages[1].content"), "$" at the root.
 func (j *job) pathString() string {
-	if len(j.path) == 0 {
+	if len(j.explPath) == 0 {
 		return "$"
 	}
-	return strings.Join(j.path, ".")
+	return strings.TrimPrefix(strings.Join(j.explPath, ""), ".")
 }
 
 // scanString finds the end (one past the closing quote) of the string at

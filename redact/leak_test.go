@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/redact"
@@ -64,11 +69,24 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 	case "text":
 		x.ReqContentType = "text/plain"
 		x.ReqBody = []byte("Hello, my details: " + v + "\nthanks")
+	case "gzip": // compressed request and response bodies
+		x.ReqHeaders["Content-Encoding"] = "gzip"
+		x.RespHeaders["Content-Encoding"] = "gzip"
+		x.ReqBody, x.RespBody = gzipped(x.ReqBody), gzipped(x.RespBody)
 	}
 	return x
 }
 
-// exchangeBytes is every stored field of x, raw.
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// exchangeBytes is every stored field of x, raw, and its bodies
+// decompressed.
 func exchangeBytes(x *formats.Exchange) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n", x.Session, x.Client, x.Path, x.Query, x.Topic, x.RedactErr, x.Error)
@@ -77,9 +95,12 @@ func exchangeBytes(x *formats.Exchange) []byte {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
 	}
-	b.Write(x.ReqBody)
-	b.WriteByte('\n')
-	b.Write(x.RespBody)
+	for _, body := range [][]byte{x.ReqBody, x.RespBody} {
+		for _, part := range redacttest.Expand(body) {
+			b.Write(part)
+			b.WriteByte('\n')
+		}
+	}
 	return b.Bytes()
 }
 
@@ -106,7 +127,7 @@ func TestNoLeak(t *testing.T) {
 			}
 			var seq int64
 			for _, e := range redacttest.Corpus() {
-				for _, kind := range []string{"json", "form", "text"} {
+				for _, kind := range []string{"json", "form", "text", "gzip"} {
 					seq++
 					x := seededExchange(e.Value, seq, kind)
 					if redacttest.Find(exchangeBytes(x), "seeded") == nil {
@@ -116,7 +137,7 @@ func TestNoLeak(t *testing.T) {
 					if x.RedactErr != "" {
 						t.Errorf("%s %q (%s): redaction error %q", e.Type, e.Value, kind, x.RedactErr)
 					}
-					if kind == "json" && !json.Valid(x.ReqBody) {
+					if (kind == "json" || kind == "gzip") && !json.Valid(redacttest.Expand(x.ReqBody)[len(redacttest.Expand(x.ReqBody))-1]) {
 						t.Errorf("%s %q: request body no longer JSON: %s", e.Type, e.Value, x.ReqBody)
 					}
 					for _, l := range redacttest.Find(exchangeBytes(x), "exchange") {
@@ -155,7 +176,12 @@ func TestScannerFindsRawValues(t *testing.T) {
 	}
 	corpus := redacttest.Corpus()
 	for i, e := range corpus {
-		if err := w.Write(seededExchange(e.Value, int64(i+1), "json")); err != nil {
+		// Only the gzip'd response body holds the value: the scan must look
+		// inside a gzip stream inside a zstd page to find it.
+		x := seededExchange(e.Value, int64(i+1), "gzip")
+		x.ReqBody, x.Path, x.Query, x.Client, x.Session = nil, "/", "", "", ""
+		x.ReqHeaders, x.RespHeaders, x.Context = nil, nil, nil
+		if err := w.Write(x); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,19 +207,19 @@ func TestFailClosed(t *testing.T) {
 	}
 	x := &formats.Exchange{
 		ReqContentType: "application/json",
-		ReqHeaders:     map[string]string{"Content-Encoding": "gzip"},
+		ReqHeaders:     map[string]string{"Content-Encoding": "br"},
 		ReqBody:        []byte{0x1f, 0x8b, 8, 0, 1, 2, 3},
 		RespBody:       []byte(`{"choices":[{"message":{"content":"fine"}}]}`),
 		RespBodyBytes:  44,
 	}
 	r.RedactExchange(x)
-	if x.ReqBody != nil || x.ReqBodyBytes != 7 || !strings.Contains(x.RedactErr, "request body: compressed body (content-encoding gzip)") {
+	if x.ReqBody != nil || x.ReqBodyBytes != 7 || !strings.Contains(x.RedactErr, "request body: compressed body (content-encoding br)") {
 		t.Errorf("request: body %q, size %d, error %q", x.ReqBody, x.ReqBodyBytes, x.RedactErr)
 	}
 	if len(x.RespBody) == 0 || bytes.Contains(x.RespBody, []byte("fine")) || x.RespBodyBytes != 44 {
 		t.Errorf("response: %q size %d", x.RespBody, x.RespBodyBytes)
 	}
-	if x.ReqHeaders["Content-Encoding"] != "gzip" {
+	if x.ReqHeaders["Content-Encoding"] != "br" {
 		t.Errorf("content-encoding header: %q", x.ReqHeaders["Content-Encoding"])
 	}
 }
@@ -225,5 +251,60 @@ func TestHeadersPathQuery(t *testing.T) {
 	rs, _ := redact.New(p, []byte("leak-test-key-0123456789"))
 	if got := rs.RedactQuery("api-version=2024-02-01&q=secret+words"); !strings.HasPrefix(got, "api-version=2024-02-01&q=") || strings.Contains(got, "secret") {
 		t.Errorf("synthetic query: %q", got)
+	}
+}
+
+// TestCompressedBodies checks gzip, deflate and zstd bodies are redacted
+// inside and compressed again, and a corrupt one fails closed.
+func TestCompressedBodies(t *testing.T) {
+	r, err := redact.New(nil, []byte("leak-test-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := []byte(`{"model":"gpt-4o","stop":["jane.doe@example.com"],"messages":[{"role":"user","content":"call +14155552671"}]}`)
+	for _, enc := range []string{"gzip", "deflate", "zstd"} {
+		t.Run(enc, func(t *testing.T) {
+			var buf bytes.Buffer
+			var zw io.WriteCloser
+			switch enc {
+			case "gzip":
+				zw = gzip.NewWriter(&buf)
+			case "deflate":
+				zw = zlib.NewWriter(&buf)
+			case "zstd":
+				zw, _ = zstd.NewWriter(&buf)
+			}
+			zw.Write(plain)
+			zw.Close()
+			b, err := r.RedactRequestBody("application/json", enc, buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var zr io.Reader
+			switch enc {
+			case "gzip":
+				zr, err = gzip.NewReader(bytes.NewReader(b.Data))
+			case "deflate":
+				zr, err = zlib.NewReader(bytes.NewReader(b.Data))
+			case "zstd":
+				var d *zstd.Decoder
+				d, err = zstd.NewReader(bytes.NewReader(b.Data))
+				zr = d
+			}
+			if err != nil {
+				t.Fatalf("stored body is not %s: %v", enc, err)
+			}
+			out, err := io.ReadAll(zr)
+			if err != nil || !json.Valid(out) || len(out) != len(plain) {
+				t.Fatalf("decoded %q, %v", out, err)
+			}
+			redacttest.AssertNoLeak(t, enc+" body", out)
+			if len(b.PrefixHashes) == 0 || !bytes.Contains(out, []byte(`"model":"gpt-4o"`)) {
+				t.Errorf("decoded: %s", out)
+			}
+		})
+	}
+	if _, err := r.RedactRequestBody("application/json", "gzip", []byte("not gzip at all")); err == nil {
+		t.Error("corrupt gzip accepted")
 	}
 }

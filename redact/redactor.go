@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // MinKeyBytes is the shortest dataset key New accepts.
@@ -205,6 +204,3 @@ func set(list []string, fold bool) map[string]bool {
 func redactedMarker(v string) string {
 	return fmt.Sprintf("<redacted len=%d>", len(v))
 }
-
-// runeCount is utf8.RuneCountInString, named for tests' readability.
-func runeCount(s string) int { return utf8.RuneCountInString(s) }

@@ -152,9 +152,7 @@ func synthesize(dst, src []byte, g *rng) []byte {
 		case classDigit:
 			dst = append(dst, byte('0'+g.intn(10)))
 		case classHan:
-			j, n := hanRun(src, i)
-			dst = appendHan(dst, n, g)
-			i = j
+			dst, i = appendHanRun(dst, src, i, g)
 			continue
 		case classHiragana:
 			dst = utf8.AppendRune(dst, rune(0x3042+2*g.intn(20))) // あいうえお… (vowel/k/s/… rows)
@@ -185,6 +183,9 @@ func latinRun(src []byte, i int) (end, n int, upper uint64) {
 			if c >= 'a' && c <= 'z' {
 				i++
 			} else if c >= 'A' && c <= 'Z' {
+				if n > 0 && src[i-1] >= 'a' && src[i-1] <= 'z' {
+					break // camelCase: each part is a word of its own
+				}
 				if n < 64 {
 					upper |= 1 << n
 				}
@@ -208,39 +209,52 @@ func latinRun(src []byte, i int) (end, n int, upper uint64) {
 	return i, n, upper
 }
 
-// hanRun scans the run of Han characters at src[i:], returning its end
-// and its length in runes.
-func hanRun(src []byte, i int) (end, n int) {
+// appendHanRun appends synthetic text for the run of Han characters at
+// src[i:] and returns the run's end. A common character becomes a common
+// one or, with its common neighbour, a common two-character word; any other
+// character becomes a rarer one, keeping the run's token cost.
+func appendHanRun(dst, src []byte, i int, g *rng) ([]byte, int) {
+	pendingCommon := 0 // common characters seen but not yet written
+	flush := func() {
+		for pendingCommon > 0 {
+			if pendingCommon >= 2 && g.intn(100) < hanWordPercent {
+				dst = append(dst, hanWordList[g.intn(len(hanWordList))]...)
+				pendingCommon -= 2
+				continue
+			}
+			dst = utf8.AppendRune(dst, hanRunes[g.intn(len(hanRunes))])
+			pendingCommon--
+		}
+	}
 	for i < len(src) && src[i] >= 0xE0 {
 		r, size := utf8.DecodeRune(src[i:])
 		if classify(r) != classHan {
 			break
 		}
-		i += size
-		n++
-	}
-	return i, n
-}
-
-// appendHan appends n Han characters: common two-character words and
-// common single characters.
-func appendHan(dst []byte, n int, g *rng) []byte {
-	for n > 0 {
-		if n >= 2 && g.intn(100) < hanWordPercent {
-			dst = append(dst, hanWordList[g.intn(len(hanWordList))]...)
-			n -= 2
-			continue
+		if commonSet.has(r) {
+			pendingCommon++
+		} else {
+			flush()
+			dst = utf8.AppendRune(dst, rareRunes[g.intn(len(rareRunes))])
 		}
-		dst = utf8.AppendRune(dst, hanRunes[g.intn(len(hanRunes))])
-		n--
+		i += size
 	}
-	return dst
+	flush()
+	return dst, i
 }
 
 // appendWord appends n letters of dictionary words, upper-cased where the
 // mask says. Runs longer than the longest bucket are filled with several
 // words run together.
 func appendWord(dst []byte, n int, upper uint64, g *rng) []byte {
+	if n >= 2 && n < len(acronymsByLen) && upper == 1<<n-1 && len(acronymsByLen[n]) > 0 {
+		b := acronymsByLen[n]
+		w := b[g.intn(len(b))]
+		for i := 0; i < len(w); i++ {
+			dst = append(dst, w[i]-('a'-'A'))
+		}
+		return dst
+	}
 	start := len(dst)
 	for n > 0 {
 		k := n

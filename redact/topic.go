@@ -12,7 +12,7 @@ type topicIndex struct {
 	rules     []topicRule
 	first     [256][]topicKeyword // keywords by their first byte
 	isFirst   [256]bool
-	pair      [1024]uint64 // bit set of the first two (lower-cased) bytes of every keyword
+	pair      [1024]uint64   // bit set of the first two (lower-cased) bytes of every keyword
 	firstList []topicKeyword // all keywords, by id
 }
 
@@ -49,6 +49,9 @@ func compileTopics(rules []TopicRule) *topicIndex {
 			k := topicKeyword{word: w, rule: ri, id: id}
 			ix.first[w[0]] = append(ix.first[w[0]], k)
 			ix.isFirst[w[0]] = true
+			if w[0] >= 'a' && w[0] <= 'z' {
+				ix.isFirst[w[0]-('a'-'A')] = true // isFirst is indexed by the raw byte
+			}
 			if len(w) > 1 {
 				ix.setPair(w[0], w[1])
 			} else {
@@ -92,15 +95,14 @@ var lowerASCII = func() (t [256]byte) {
 // scan records the keywords found in text (case-insensitive for ASCII;
 // ASCII keywords only at word starts).
 func (ix *topicIndex) scan(text []byte, ts *topicScan) {
-	prevAlnum := false
 	for i := 0; i+1 < len(text); i++ {
-		c := lowerASCII[text[i]]
-		alnum := asciiAlnum[c]
-		if !ix.hasPair(c, lowerASCII[text[i+1]]) || (alnum && prevAlnum) {
-			prevAlnum = alnum
+		if !ix.isFirst[text[i]] {
 			continue
 		}
-		prevAlnum = alnum
+		c := lowerASCII[text[i]]
+		if !ix.hasPair(c, lowerASCII[text[i+1]]) || (asciiAlnum[c] && i > 0 && asciiAlnum[text[i-1]]) {
+			continue
+		}
 		for _, k := range ix.first[c] {
 			if ts.seen[k.id] || !hasPrefixFold(text[i:], k.word) {
 				continue

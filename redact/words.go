@@ -313,6 +313,17 @@ responsibility simultaneously specification substantially
 sustainability technological transportation unfortunately
 `
 
+// acronyms replace all-capital runs of two to five letters: common
+// acronyms are single tokens where random capitals would be two or three.
+const acronyms = `
+ID OK US UK EU AI IT PC TV UI UX DB IO OS QA HR PR
+API URL CPU GPU SQL SDK CLI DNS TCP UDP SSH TLS SSL RAM USB PDF CSV XML AWS GCP
+NBA CEO CFO CTO FAQ ETA DIY VIP ASAP LLM RPC VPN JWT ISO UTC GMT PHP CSS DOM
+JSON HTTP HTML YAML REST UUID NASA UNIX ASCII CRUD AJAX OAUTH NGINX REGEX
+`
+
+var acronymsByLen = buildWordBuckets(acronyms)
+
 // minWordsPerLength is the least number of words a length bucket must have
 // before it is used on its own; shorter buckets borrow by concatenation.
 const minWordsPerLength = 4

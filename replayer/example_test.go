@@ -56,7 +56,7 @@ func ExamplePlan_Run() {
 		fmt.Println(err)
 		return
 	}
-	sink := &rows{} // in reel: formats.NewWriter[formats.Result]
+	sink := &rows{}                                     // in reel: formats.NewWriter[formats.Result]
 	rep, err := plan.Run(context.Background(), sink, 2) // twice as fast: 50 ms apart
 	if err != nil {
 		fmt.Println(err)

@@ -170,3 +170,25 @@ func (m *memSink) byID() map[int64]*formats.Result {
 	}
 	return out
 }
+
+// datasetOpener writes xs as a real dataset with the formats writer and
+// opens it with formats.OpenReader, as reel replay does.
+func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
+	tb.Helper()
+	dir := tb.TempDir()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", Source: "test", NoSpool: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, x := range xs {
+		if err := w.Write(x); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return func(ctx context.Context, from, to time.Time) (Source, error) {
+		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to})
+	}
+}

@@ -73,6 +73,10 @@ type Options struct {
 // unbounded dialling collapsed the client at 20k req/s in bench/replay.
 const DefaultPoolConns = 1024
 
+// startLead is how long after Run starts the first request is due (without
+// --start-at).
+const startLead = 50 * time.Millisecond
+
 // ErrStop ends a step-mode run cleanly when returned by StepWait.
 var ErrStop = errors.New("replay stopped")
 
@@ -223,8 +227,11 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	col.live = func() (int64, int64) { return col.sentCount(), snd.active.Load() }
 	col.start()
 
-	start := mono()
+	// A short lead-in lets the reader fill the queue and the dispatcher
+	// reach its precise wait before the first due time.
+	start := mono() + int64(startLead)
 	if !o.StartAt.IsZero() {
+		start = mono()
 		d := time.Until(o.StartAt)
 		start += int64(d)
 		if d < 0 {

@@ -87,6 +87,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("read B: %w", err)
 	}
 	c := analysis.Compare(a, b, analysis.CompareOptions{Resamples: *resamples, Confidence: *confidence, Seed: *seed})
+	attachSignals(ctx, []string{nameA}, c.A, af.series, ro, stderr)
+	attachSignals(ctx, []string{nameB}, c.B, af.series, ro, stderr)
 	var verdict *analysis.Verdict
 	if rules != nil {
 		v := c.Judge(rules)

@@ -52,6 +52,9 @@ Examples:
   reel record --upstream http://127.0.0.1:8000 --out data \
       --context-header x-batch-size --context-header x-queue-depth --context-header x-gpu-id
 
+  # sidecar that also samples the server's vLLM metrics every second (into data/_metrics)
+  reel record --upstream http://127.0.0.1:8000 --out data --scrape http://127.0.0.1:8000/metrics
+
   # passive capture of the gateway's port, no proxy in the path (root or CAP_NET_RAW)
   reel record --iface eth0 --port 8000 --out /var/lib/reel/traffic
 
@@ -81,6 +84,7 @@ type recordFlags struct {
 	metricsListen                  string
 	capture                        captureFlags // --iface, --pcap, --access-log (record_capture.go)
 	memoryLimit                    string
+	scrape                         scrapeFlags // --scrape (scrape.go)
 }
 
 // recordEnv is what every source shares: the assembly, the pipeline and the
@@ -121,6 +125,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringSliceVar(&f.hosts, "host", nil, "record only these hosts (repeatable)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off)")
 	addCaptureFlags(fs, &f.capture)
+	f.scrape.register(fs, "the server's")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -152,6 +157,13 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	}
 
+	if err := f.scrape.check("reel record --out DIR --upstream URL --scrape http://127.0.0.1:8000/metrics"); err != nil {
+		return err
+	}
+	if f.scrape.enabled() && (len(f.capture.pcaps) > 0 || len(f.capture.accessLogs) > 0) {
+		return &usageError{msg: "--scrape samples live servers: use it with --upstream or --iface, not with an import", hint: "reel record --out DIR --upstream URL --scrape http://127.0.0.1:8000/metrics"}
+	}
+
 	memLimit, err := parseRecordSize("--memory-limit", f.memoryLimit)
 	if err != nil {
 		return err
@@ -170,6 +182,18 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer stopMetrics()
+	if f.scrape.enabled() {
+		run, err := f.scrape.start(ctx, f.out, "scrape-"+f.recorderID, stderr)
+		if err != nil {
+			closeEnv(context.Background())
+			return err
+		}
+		defer func() {
+			if err := run.Close(); err != nil {
+				fmt.Fprintf(stderr, "reel record: %v\n", err)
+			}
+		}()
+	}
 
 	// A second SIGINT/SIGTERM during the drain exits at once; the spool
 	// keeps what was not written and the next start recovers it.

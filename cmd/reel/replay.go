@@ -42,6 +42,11 @@ Examples:
   reel replay data/ --target http://shadow:8000 --out results/sweep \
       --speed 1,1.5,2,3 --slo ttft=300ms,e2e=5s --pin-output --include-usage
 
+  # scrape the shadow's vLLM and DCGM metrics on the run's clock (into results/wed/_metrics);
+  # the summary then says which server-side signal moves with the tail
+  reel replay data/ --target http://shadow:8000 --out results/wed \
+      --scrape http://shadow:8000/metrics --scrape http://shadow:9400/metrics --scrape-every 1s
+
   # shard 3 of 8 of a Kubernetes Indexed Job, all shards on one clock
   reel replay /data --target http://shadow:8000 --out /results \
       --shards 8 --shard-from-env JOB_COMPLETION_INDEX --start-at 2026-11-26T02:00:00Z
@@ -66,6 +71,7 @@ type replayFlags struct {
 	forward                             []string
 	pinOutput, includeUsage, allowHost  bool
 	insecure, step, skipBad, quiet      bool
+	scrape                              scrapeFlags // --scrape (scrape.go)
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,8 +115,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&f.stepPause, "step-pause", 0, "with --step, pause this long between frames instead of waiting for Enter")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read (warned) instead of failing")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
-	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many goroutines (0: one per request at its send time)")
-	_ = fs.MarkHidden("workers")
+	f.scrape.register(fs, "the shadow's")
+	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that never delays a send); for >10k req/s of short requests on a small machine")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -123,6 +129,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if f.target == "" || f.out == "" {
 		return &usageError{msg: "--target and --out are required", hint: hint}
+	}
+	if err := f.scrape.check(hint); err != nil {
+		return err
 	}
 	opts, speeds, err := replayOptions(&f, os.LookupEnv)
 	if err != nil {
@@ -162,10 +171,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(speeds) > 1 {
 			dir = filepath.Join(f.out, "speed="+strconv.FormatFloat(speed, 'g', -1, 64))
 		}
-		return formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
+		w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
 			Dir: dir, Recorder: replayWriterName(opts.Selection.Shard), Source: "replay:" + plan.RunID(),
 			Meta: replayMeta(&f, opts, speed, paths),
 		})
+		if err != nil {
+			return nil, err
+		}
+		return f.scrape.withScrape(ctx, w, dir, replayWriterName(opts.Selection.Shard), stderr)
 	}
 	if len(speeds) == 1 {
 		sink, err := newSink(speeds[0])
@@ -173,8 +186,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("open results: %w", err)
 		}
 		rep, runErr := plan.Run(ctx, sink, speeds[0])
-		closeErr := sink.(io.Closer).Close()
+		var closeErr error
+		if c, ok := sink.(io.Closer); ok {
+			closeErr = c.Close()
+		}
 		if rep != nil && rep.Summary != nil {
+			if f.scrape.enabled() && closeErr == nil {
+				attachSignals(ctx, []string{f.out}, rep.Summary, nil, formats.ReaderOptions{}, stderr)
+			}
 			writeReplayReport(stdout, rep)
 		}
 		if runErr != nil {

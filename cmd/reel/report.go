@@ -44,6 +44,7 @@ type analysisFlags struct {
 	minCompliance       float64
 	longPrompt          int32
 	skipBad             bool
+	series              []string // server-side series (scrape.go)
 }
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
@@ -57,6 +58,7 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "only rows at or after this time (RFC 3339)")
 	fs.StringVar(&f.to, "to", "", "only rows before this time (RFC 3339)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files with a warning (default: fail)")
+	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR/_metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
 }
 
 // options turns the flags into analysis and reader options.
@@ -172,6 +174,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	s := a.Summary()
+	attachSignals(ctx, fs.Args(), s, af.series, ro, stderr)
 	if *html != "" {
 		title := "reel report: " + strings.Join(fs.Args(), " ")
 		if err := writeHTMLFile(*html, func(w io.Writer) error { return htmlreport.WriteReport(w, title, s) }); err != nil {

@@ -61,6 +61,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	st := a.Stats()
+	attachSignals(ctx, fs.Args(), st.Summary, af.series, ro, stderr)
 	if *html != "" {
 		title := "reel stats: " + strings.Join(fs.Args(), " ")
 		if err := writeHTMLFile(*html, func(w io.Writer) error { return htmlreport.WriteStats(w, title, st) }); err != nil {

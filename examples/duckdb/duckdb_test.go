@@ -19,7 +19,7 @@ var t0 = time.Date(2025, 3, 14, 9, 55, 0, 0, time.UTC)
 func writeExchanges(t *testing.T, dir string, n int) []float64 {
 	t.Helper()
 	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{
-		Dir: dir, Recorder: "edge-1", Source: "proxy", RowGroupRows: 50, RotateSize: 32 << 10})
+		Dir: dir, Recorder: "edge-1", Source: "proxy", RowGroupRows: 50, RotateSize: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //	go run ./examples/simcluster                          # serve on 127.0.0.1:8000
 //	go run ./examples/simcluster --long-prompt-threshold 4096   # serve with the fix
 //	go run ./examples/simcluster --generate --target http://127.0.0.1:8000 \
-//	    --trace ../shared/traces/azure-llm-conv-2023.csv --duration 2m \
+//	    --trace examples/simcluster/traffic/testdata/azure-llm-conv-2023-head600.csv --speed 0.8 --duration 2m \
 //	    --incident-at 60s --incident-for 20s
 //	go run ./examples/simcluster --generate --time-scale 10 --speed 10   # both in one process
 package main
@@ -91,7 +91,7 @@ usage:
 
 examples:
   go run ./examples/simcluster --long-prompt-threshold 4096
-  go run ./examples/simcluster --generate --target http://127.0.0.1:8000 --trace ../shared/traces/azure-llm-conv-2023.csv --incident-at 60s --incident-for 20s
+  go run ./examples/simcluster --generate --target http://127.0.0.1:8000 --trace examples/simcluster/traffic/testdata/azure-llm-conv-2023-head600.csv --speed 0.8 --incident-at 60s --incident-for 20s
   go run ./examples/simcluster --generate --time-scale 10 --speed 10 --duration 20s --incident-at 8s --incident-for 4s
 
 flags:

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,6 +18,13 @@ type config struct {
 
 	TimeScale float64 // simulated seconds per wall second (simulator --time-scale, traffic --speed)
 	Rate      float64 // mean request rate in simulated req/s (the bursty process's)
+	// MaxLag is how far the simulator's step loop may fall behind before
+	// simulated time slips. A busy machine stalls the process for tens of
+	// milliseconds — at ×10 that is a simulated GPU losing a fraction of its
+	// capacity, which turns the incident into an overload no scheduler
+	// fixes. Catching up instead keeps the simulated GPU's capacity exact
+	// and only bunches token delivery after a stall.
+	MaxLag time.Duration
 
 	Record      time.Duration // length of the recorded traffic
 	IncidentAt  time.Duration // when the weekly long-prompt window opens, from the traffic's start
@@ -60,6 +69,7 @@ func defaultConfig() config {
 		Seed:           1,
 		TimeScale:      10,
 		Rate:           2,
+		MaxLag:         time.Second,
 		Record:         60 * time.Second,
 		IncidentAt:     28 * time.Second,
 		IncidentFor:    14 * time.Second,
@@ -86,6 +96,16 @@ func quickConfig() config {
 	c.Lead, c.Tail = 2, 1
 	c.Progress = 0
 	return c
+}
+
+// server is the simulated server: production and the baseline shadow, or
+// with fix the shadow with the separate long-prompt queue.
+func (c *config) server(fix bool) cluster.Options {
+	o := cluster.Options{TimeScale: c.TimeScale, MaxLag: c.MaxLag}
+	if fix {
+		o.LongPromptThreshold = c.LongPrompt
+	}
+	return o
 }
 
 // outputDir returns dir after making sure it is new or empty, or a fresh

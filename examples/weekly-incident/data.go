@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -87,14 +88,10 @@ type gauges struct {
 
 // gaugeFrame is the server's state over one frame.
 type gaugeFrame struct {
-	samples     int
-	maxWaiting  int
-	sumRunning  int
-	maxKV       float64
-	maxRunning  int
-	sumWaiting  int
-	sumKVUsage  float64
-	firstSample time.Time
+	samples                int
+	maxWaiting             int
+	sumWaiting, sumRunning int
+	sumKVUsage             float64
 }
 
 func newGauges(c *cluster.Cluster, frame time.Duration) *gauges {
@@ -122,13 +119,11 @@ func (g *gauges) sample(now time.Time) {
 	defer g.mu.Unlock()
 	f := g.frames[start]
 	if f == nil {
-		f = &gaugeFrame{firstSample: now}
+		f = &gaugeFrame{}
 		g.frames[start] = f
 	}
 	f.samples++
 	f.maxWaiting = max(f.maxWaiting, s.Waiting)
-	f.maxRunning = max(f.maxRunning, s.Running)
-	f.maxKV = max(f.maxKV, s.KVUsage)
 	f.sumWaiting += s.Waiting
 	f.sumRunning += s.Running
 	f.sumKVUsage += s.KVUsage
@@ -172,4 +167,30 @@ func (g *gauges) view(from, to time.Time) serverView {
 		v.OutWaiting, v.OutRunning, v.OutKV = out.wait/float64(out.n), out.run/float64(out.n), out.kv/float64(out.n)
 	}
 	return v
+}
+
+// drainingTransport reads what is left of a response body before closing
+// it, as a well-behaved client does: the connection goes back to the pool,
+// and a stream's end (after data: [DONE]) reaches the sidecar before the
+// client hangs up, so the exchange is recorded complete rather than as a
+// client abort.
+type drainingTransport struct{ http.RoundTripper }
+
+func (t drainingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(r)
+	if err == nil && resp.Body != nil {
+		resp.Body = &drainingBody{ReadCloser: resp.Body}
+	}
+	return resp, err
+}
+
+type drainingBody struct{ io.ReadCloser }
+
+// maxDrain bounds what Close reads: a stream's tail after [DONE] is a few
+// bytes; anything longer is not worth waiting for.
+const maxDrain = 64 << 10
+
+func (b *drainingBody) Close() error {
+	io.Copy(io.Discard, io.LimitReader(b.ReadCloser, maxDrain))
+	return b.ReadCloser.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ type findings struct {
 
 	Episodes       []analysis.Episode // reel stats' frames that stand out
 	Correlations   []analysis.Correlation
+	TTFTvsLong     float64 // Pearson r of per-frame short TTFT p99 with long-prompt share
+	TTFTvsBatch    float64 // … with mean batch size
 	RecordedFrames []analysis.Frame
 	gauges         *gauges
 	Server         *serverView // the simulator's gauges over the incident episode
@@ -248,8 +251,8 @@ func (s *story) judge(ctx context.Context) error {
 		nb.say("verdict: NOT CONFIRMED — short requests' TTFT p99 %+.0f%% (%s → %s), CI [%s, %s]; rule %s does not hold",
 			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), signed(d.CILow), signed(d.CIHigh), f.FixRule)
 	}
-	nb.cmd(fmt.Sprintf("reel compare %s %s --frame %s --fail-on '%s' --html %s", s.baseDir, s.fixDir, cfg.Frame, f.FixRule, fixHTML),
-		fmt.Sprintf("reel report %s --buckets %d    # TTFT by prompt length: short vs long", s.fixDir, cfg.LongPrompt))
+	nb.cmd(fmt.Sprintf("reel compare %s %s --frame %s --fail-on '%s' --html %s", s.baseDir, s.fixDir, cfg.Frame, f.FixRule, fixHTML))
+	nb.cmd(fmt.Sprintf("reel report %s --buckets %d    # TTFT by prompt length: short vs long", s.fixDir, cfg.LongPrompt))
 	nb.say("(--fail-on trips on a significant change past the threshold: pointed at a drop, exit 1 is the")
 	nb.say(" improvement showing. reel compare has no prompt-length filter yet, so by hand it judges all")
 	nb.say(" requests; this run filtered the rows to short prompts in process.)")
@@ -294,12 +297,14 @@ func (s *story) conclude() {
 	nb, f, cfg := s.nb, s.f, &s.cfg
 	nb.section("What we learned")
 	if ep := f.incidentEpisode(); ep != nil {
-		cause := "cause unclear"
+		cause := "no single cause"
 		if ep.Cause != "" {
-			cause = fmt.Sprintf("%s (r=%.2f)", ep.Cause, ep.CauseR)
+			cause = fmt.Sprintf("reel's likely cause %s (r=%.2f)", strings.ReplaceAll(ep.Cause, "_", " "), ep.CauseR)
 		}
-		nb.say("1. reel stats found the incident at %s–%s (burst generated %s–%s): p99 %.1f× the median frame, %s",
-			clock(ep.Start), clock(ep.End), clock(f.IncidentStart), clock(f.IncidentEnd), ep.TailRatio, cause)
+		nb.say("1. reel stats flagged %s–%s, where the burst ran (%s–%s): long-prompt share %.0f%% vs %.0f%%, %s;",
+			clock(ep.Start), clock(ep.End), clock(f.IncidentStart), clock(f.IncidentEnd), 100*ep.LongShare, 100*ep.RestLongShare, cause)
+		nb.say("   short requests' TTFT p99 tracks the long-prompt share frame by frame (r=%.2f) and the batch size (r=%.2f)",
+			f.TTFTvsLong, f.TTFTvsBatch)
 	} else {
 		nb.say("1. reel stats did NOT flag the burst window %s–%s", clock(f.IncidentStart), clock(f.IncidentEnd))
 	}
@@ -338,11 +343,7 @@ func median(v []time.Duration) time.Duration {
 	if len(v) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), v...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(v)
+	slices.Sort(s)
 	return s[(len(s)-1)/2]
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,10 +65,10 @@ func runStory(ctx context.Context, cfg config, w io.Writer) (*findings, error) {
 	if err := s.chooseWindow(st); err != nil {
 		return nil, err
 	}
-	if err := s.replay(ctx, "baseline", s.baseDir, cluster.Options{TimeScale: cfg.TimeScale}); err != nil {
+	if err := s.replay(ctx, "baseline", s.baseDir, cfg.server(false)); err != nil {
 		return nil, err
 	}
-	if err := s.replay(ctx, "fix", s.fixDir, cluster.Options{TimeScale: cfg.TimeScale, LongPromptThreshold: cfg.LongPrompt}); err != nil {
+	if err := s.replay(ctx, "fix", s.fixDir, cfg.server(true)); err != nil {
 		return nil, err
 	}
 	if err := s.judge(ctx); err != nil {
@@ -93,7 +94,7 @@ func (s *story) record(ctx context.Context) error {
 	defer cancel()
 
 	nb.section("Start the production stand-in")
-	prod, err := cluster.Start(ctx, "127.0.0.1:0", cluster.Options{TimeScale: cfg.TimeScale})
+	prod, err := cluster.Start(ctx, "127.0.0.1:0", cfg.server(false))
 	if err != nil {
 		return fmt.Errorf("start production simulator: %w", err)
 	}
@@ -165,6 +166,9 @@ func (s *story) record(ctx context.Context) error {
 		Target: sidecar, Speed: cfg.TimeScale, Rate: cfg.Rate, Duration: cfg.Record, Seed: cfg.Seed,
 		Incident:       traffic.Incident{At: cfg.IncidentAt, For: cfg.IncidentFor, Factor: cfg.LongFactor, Share: cfg.LongShare},
 		RequestTimeout: 2 * time.Minute,
+		Client: &http.Client{Transport: drainingTransport{&http.Transport{
+			MaxIdleConnsPerHost: 1024, DisableCompression: true,
+		}}},
 		OnResult: func(r *traffic.Result) {
 			done.Add(1)
 			if r.Long {
@@ -218,8 +222,8 @@ func (s *story) record(ctx context.Context) error {
 	if n := warnings.Load(); n > 0 {
 		nb.say("%d exchanges were dropped by the fail-open pipeline (traffic was not affected)", n)
 	}
-	nb.cmd("kill %1   # SIGTERM: reel record drains in-flight requests and closes its files",
-		"reel inspect "+s.recDir)
+	nb.cmd("kill %2   # reel record: on SIGTERM it drains in-flight requests and closes its files")
+	nb.cmd("reel inspect " + s.recDir)
 	return nil
 }
 
@@ -319,7 +323,38 @@ func (s *story) stats(ctx context.Context) (*analysis.Stats, error) {
 		nb.say("  %s %4d  %3.0f%%  %5.1f  %7s %-24s%s", clock(f.Start), af.Requests, 100*af.LongPromptShare,
 			af.MeanBatchSize, dur(f.TTFT.P99), bar(f.TTFT.P99, worst, 24), mark)
 	}
+	// reel stats correlates frames' e2e p99, which long outputs dominate;
+	// the pager watches TTFT. The same frames, by TTFT:
+	var ttft, long, batch []float64
+	for _, f := range frames {
+		if af, ok := all[f.Start.UnixNano()]; ok && f.TTFT.N > 0 {
+			ttft = append(ttft, float64(f.TTFT.P99))
+			long = append(long, af.LongPromptShare)
+			batch = append(batch, af.MeanBatchSize)
+		}
+	}
+	s.f.TTFTvsLong, s.f.TTFTvsBatch = pearson(long, ttft), pearson(batch, ttft)
+	nb.say("per-frame TTFT p99 (short prompts) moves with: long_prompt_share r=%.2f, batch_size r=%.2f",
+		s.f.TTFTvsLong, s.f.TTFTvsBatch)
 	return st, nil
+}
+
+// pearson is Pearson's r of xs and ys (0 when undefined).
+func pearson(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if len(xs) < 3 || len(xs) != len(ys) {
+		return 0
+	}
+	var sx, sy, sxx, syy, sxy float64
+	for i := range xs {
+		sx, sy = sx+xs[i], sy+ys[i]
+		sxx, syy, sxy = sxx+xs[i]*xs[i], syy+ys[i]*ys[i], sxy+xs[i]*ys[i]
+	}
+	den := math.Sqrt((n*sxx - sx*sx) * (n*syy - sy*sy))
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
 }
 
 // chooseWindow picks the episode the story replays and prints the server's
@@ -403,8 +438,8 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 	first, last := plan.Span()
 	nb.say("simcluster%s on %s; %d exchanges %s → %s on the original clock",
 		flags, shadow.URL, plan.Exchanges(), clock(first), clock(last))
-	nb.cmd(fmt.Sprintf("go run ./examples/simcluster --listen 127.0.0.1:%d --time-scale %g%s &", port, cfg.TimeScale, flags),
-		fmt.Sprintf("reel replay %s --target http://127.0.0.1:%d --out %s \\", s.recDir, port, dir),
+	nb.cmd(fmt.Sprintf("go run ./examples/simcluster --listen 127.0.0.1:%d --time-scale %g%s &", port, cfg.TimeScale, flags))
+	nb.cmd(fmt.Sprintf("reel replay %s --target http://127.0.0.1:%d --out %s \\", s.recDir, port, dir),
 		fmt.Sprintf("    --from %s --to %s --frame %s --allow-recorded-host", rfc(f.ReplayFrom), rfc(f.ReplayTo), cfg.Frame))
 	rep, err := plan.Run(ctx, sink, 1)
 	if cerr := sink.Close(); err == nil && cerr != nil {

@@ -157,7 +157,8 @@ func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
 // next returns the oldest request without a response, or a placeholder
 // exchange when the response has no request (capture began mid-connection).
 func (c *httpConn) next(start time.Time) *pending {
-	if !c.align() {
+	ok, uncertain := c.align()
+	if !ok {
 		c.e.stats.orphans.Add(1)
 		return &pending{} // parsed for framing, not recorded
 	}
@@ -165,6 +166,9 @@ func (c *httpConn) next(start time.Time) *pending {
 		p := c.queue[0]
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
+		if uncertain {
+			p.respReason = ReasonGap // this response may belong to a request lost next to it
+		}
 		return p
 	}
 	p := c.begin(start)
@@ -175,10 +179,11 @@ func (c *httpConn) next(start time.Time) *pending {
 func (c *httpConn) push(p *pending) {
 	if len(c.queue) >= c.e.opts.MaxPipelined {
 		q0, q1 := c.queue[0], c.queue[1]
-		if q0.ackOK && q1.ackOK && q0.ack != q1.ack {
+		if !q0.ackOK || !q1.ackOK || q0.ack != q1.ack {
 			// Requests sent one after another's response (not pipelined)
 			// are waiting behind lost response bytes: give up the oldest;
 			// align recognises its response if it turns up.
+			c.queue[0] = nil
 			c.queue = c.queue[1:]
 			c.finish(q0, time.Time{}, ReasonTooMany)
 		} else {
@@ -198,43 +203,48 @@ func (c *httpConn) push(p *pending) {
 // align uses TCP numbers to keep requests and responses paired when
 // responses were lost (kernel drops, a capture that missed segments). The
 // client's ACK when it sent a request says how much response data it had
-// received: if it had received more before sending queue[1] than before
-// queue[0], a response came in between; if the response starting now lies
-// beyond that, it was queue[0]'s response that was lost, and queue[0] is
-// recorded incomplete. A response starting before queue[0]'s ACK answers
-// a request given up already: align returns false. Pipelined requests
-// carry the same ACK, so they are paired in order.
-func (c *httpConn) align() bool {
+// received. If a later request in the queue was sent after more response
+// data than queue[0], and the response starting now lies at or beyond that
+// point, the responses of the requests before it were lost: they are
+// recorded incomplete. A response starting before queue[0]'s ACK answers a
+// request given up already: align returns ok=false. Pipelined requests
+// carry the same ACK and are paired in order. Placeholders for requests
+// lost in a gap have no ACK; when one lies between queue[0] and the next
+// request with an ACK, the pairing is uncertain and reported so.
+func (c *httpConn) align() (ok, uncertain bool) {
 	if c.seqs == nil {
-		return true
+		return true, false
 	}
-	s, ok := c.seqs.serverSeq(c.respPos)
-	if !ok {
-		return true
+	s, known := c.seqs.serverSeq(c.respPos)
+	if !known {
+		return true, false
 	}
 	for len(c.queue) > 0 {
 		q0 := c.queue[0]
-		if !q0.ackOK {
-			return true
+		if q0.ackOK && seqBefore(s, q0.ack) {
+			return false, false
 		}
-		if seqBefore(s, q0.ack) {
-			return false
+		j := 1
+		for j < len(c.queue) && !c.queue[j].ackOK {
+			j++
 		}
-		if len(c.queue) < 2 {
-			return true
+		if j == len(c.queue) {
+			return true, j > 1
 		}
-		q1 := c.queue[1]
-		if !q1.ackOK || !seqBefore(q0.ack, q1.ack) || seqBefore(s, q1.ack) {
-			return true
+		qj := c.queue[j]
+		if seqBefore(s, qj.ack) || (q0.ackOK && !seqBefore(q0.ack, qj.ack)) {
+			return true, j > 1
 		}
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
-		if q0 == c.curReq {
-			c.curReq = nil
+		for _, q := range c.queue[:j] {
+			if q == c.curReq {
+				c.curReq = nil
+			}
+			c.finish(q, c.resp.lastTs, ReasonGap)
 		}
-		c.finish(q0, c.resp.lastTs, ReasonGap)
+		clear(c.queue[:j])
+		c.queue = c.queue[j:]
 	}
-	return true
+	return true, false
 }
 
 func (c *httpConn) msgBody(resp bool, data []byte, lost int64, ts time.Time) {

@@ -19,7 +19,7 @@ const (
 	DefaultPagesPerConnection = 512     // 1900-byte pages: about 1 MiB of out-of-order data per connection
 	DefaultPagesTotal         = 1 << 15 // about 60 MiB of out-of-order data in all
 	DefaultMaxConnections     = 1 << 16
-	DefaultMaxPipelined       = 64
+	DefaultMaxPipelined       = 256
 	DefaultGapTimeout         = 2 * time.Second
 	DefaultIdleTimeout        = 10 * time.Minute
 )
@@ -84,7 +84,13 @@ type Engine struct {
 	nextConn  int64 // last connection id handed out
 	lastFlush time.Time
 	now       time.Time // latest packet time
+	ackedGap  time.Time // when a receiver acknowledged bytes the capture lacks; zero if none pending
 }
+
+// ackedGapWait is how long (packet time) the engine waits before giving up
+// on bytes that their receiver has already acknowledged: they were lost by
+// the capture (kernel drops, snap length), so no retransmission will come.
+const ackedGapWait = 5 * time.Millisecond
 
 // NewEngine returns an Engine for opts.
 func NewEngine(opts Options) (*Engine, error) {
@@ -167,6 +173,12 @@ func (e *Engine) Packet(link LinkType, data []byte, ci gopacket.CaptureInfo) {
 		e.now = ts
 	}
 	e.tcp.AssembleWithContext(flow, tcp, &assemblerContext{ts: ts})
+	if !e.ackedGap.IsZero() && e.now.Sub(e.ackedGap) >= ackedGapWait {
+		// Deliver what waits behind bytes the capture lost, instead of
+		// stalling those connections for GapTimeout.
+		e.ackedGap = time.Time{}
+		e.tcp.FlushWithOptions(reassembly.FlushOptions{T: e.now.Add(-ackedGapWait)})
+	}
 	e.maybeFlush()
 }
 
@@ -232,11 +244,14 @@ type stream struct {
 	done    [2]bool      // the direction's parser has seen its end
 	base    [2]uint32    // sequence number of each direction's stream offset 0
 	hasBase [2]bool
-	ring    [2][ringSize]segInfo // recent data segments per direction, for seqSource
-	next    [2]int               // next ring slot
+	// delivered counts the stream bytes handed to each parser, gaps included.
+	delivered [2]int64
+	// segs are the client's data segments from the request being read on,
+	// for clientAck: at most maxSegs, pruned as requests are parsed.
+	segs []segInfo
 }
 
-const ringSize = 64
+const maxSegs = 4096
 
 // segInfo is what seqSource needs of one data segment.
 type segInfo struct{ seq, end, ack uint32 }
@@ -246,13 +261,33 @@ func (s *stream) clientAck(pos int64) (uint32, bool) {
 		return 0, false
 	}
 	seq := s.base[0] + uint32(pos)
-	for i := range ringSize {
-		g := &s.ring[0][(s.next[0]-1-i+2*ringSize)%ringSize]
-		if g.end != g.seq && !seqBefore(seq, g.seq) && seqBefore(seq, g.end) {
+	for i := len(s.segs) - 1; i >= 0; i-- {
+		if g := &s.segs[i]; !seqBefore(seq, g.seq) && seqBefore(seq, g.end) {
 			return g.ack, true
 		}
 	}
 	return 0, false
+}
+
+// keepSeg records a client data segment, first dropping those wholly
+// before the request being read (their requests are parsed already).
+func (s *stream) keepSeg(tcp *layers.TCP) {
+	keep := s.delivered[0]
+	if s.http.req.inMsg {
+		keep = s.http.reqPos
+	}
+	from := s.base[0] + uint32(keep)
+	i := 0
+	for i < len(s.segs) && !seqBefore(from, s.segs[i].end) {
+		i++
+	}
+	if len(s.segs)-i >= maxSegs {
+		i++
+	}
+	if i > 0 {
+		s.segs = append(s.segs[:0], s.segs[i:]...)
+	}
+	s.segs = append(s.segs, segInfo{seq: tcp.Seq, end: tcp.Seq + uint32(len(tcp.Payload)), ack: tcp.Ack})
 }
 
 func (s *stream) serverSeq(pos int64) (uint32, bool) {
@@ -278,9 +313,15 @@ func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, dir reassembly.
 			*start = true
 		}
 	}
-	if n := len(tcp.Payload); n > 0 && tcp.ACK {
-		s.ring[d][s.next[d]] = segInfo{seq: tcp.Seq, end: tcp.Seq + uint32(n), ack: tcp.Ack}
-		s.next[d] = (s.next[d] + 1) % ringSize
+	if o := 1 - d; tcp.ACK && s.hasBase[o] && !s.done[o] {
+		// The receiver acknowledges bytes not yet delivered here (one more
+		// for its FIN): the capture lost them.
+		if rel := tcp.Ack - s.base[o]; rel < 1<<31 && int64(rel) > s.delivered[o]+1 && s.e.ackedGap.IsZero() {
+			s.e.ackedGap = s.e.now
+		}
+	}
+	if d == 0 && len(tcp.Payload) > 0 && tcp.ACK && s.hasBase[0] {
+		s.keepSeg(tcp)
 	}
 	return true
 }
@@ -293,6 +334,7 @@ func (s *stream) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembl
 		d, p = 1, s.http.resp
 	}
 	avail, _ := sg.Lengths()
+	s.delivered[d] += int64(max(skip, 0) + avail)
 	if skip > 0 {
 		s.e.stats.gaps.Add(1)
 		s.e.stats.gapBytes.Add(uint64(skip))

@@ -453,3 +453,42 @@ func TestImportRejectsGarbage(t *testing.T) {
 			{method: "GET", path: "/health", connSeq: 1, start: ms(10), err: "incomplete: no_response"}})
 	})
 }
+
+// TestImportLossRealigns loses a whole request and two responses on one
+// keep-alive connection: the rows after the losses pair correctly again
+// (by TCP acknowledgement numbers), and every row touched by a loss is
+// flagged, never recorded complete with another request's response.
+func TestImportLossRealigns(t *testing.T) {
+	c := capturetest.NewConn(client, server)
+	ps := c.Handshake(t0)
+	for i := range 6 {
+		at := t0.Add(ms(float64(10 * (i + 1))))
+		req := c.Send(true, at, request("GET", fmt.Sprintf("/k%d", i), ""))
+		resp := c.Send(false, at.Add(ms(1)), response(200, fmt.Sprintf("/k%d", i)))
+		if i != 2 {
+			ps = append(ps, req...)
+		}
+		if i != 1 && i != 3 {
+			ps = append(ps, resp...)
+		}
+	}
+	ps = append(ps, c.Close(t0.Add(ms(80)))...)
+	got, _ := importPackets(t, capturetest.Ethernet, ps)
+	var complete []string
+	for _, x := range got {
+		if x.Complete {
+			if string(x.RespBody) != x.Path {
+				t.Errorf("complete row %s has the response of %s", x.Path, x.RespBody)
+			}
+			complete = append(complete, x.Path)
+		} else if x.Error == "" {
+			t.Errorf("incomplete row %s without a reason", x.Path)
+		}
+	}
+	// /k4 is lost too: both directions stall behind their gaps and
+	// reassembly flushes the responses before the requests, so /k4's
+	// response is recorded as no_request and its request as a gap.
+	if fmt.Sprint(complete) != "[/k0 /k5]" {
+		t.Errorf("complete rows %v, want [/k0 /k5]", complete)
+	}
+}

@@ -43,6 +43,7 @@ func testHandler() http.Handler {
 		fmt.Fprintf(w, `{"id":"x","usage":{"prompt_tokens":5,"completion_tokens":2},"echo":%d}`, len(body))
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.URL.RawQuery) })
 	return mux
 }
 
@@ -182,16 +183,33 @@ func TestLiveLoopback(t *testing.T) {
 
 // BenchmarkLiveLoopback drives small keep-alive requests over lo from 4
 // client connections while capturing them, and reports the request rate,
-// the fraction of exchanges captured and the kernel's drop count. Run it
-// with a fixed count: go test -run XXX -bench LiveLoopback -benchtime 20000x
+// the fraction of exchanges captured and the kernel's drop count. The
+// peer, no-capture, is the same load without reel; kernel-buffer runs with
+// the kernel's default socket buffer instead of reel's 64 MiB, to show
+// drops being counted. Run with a fixed count:
+//
+//	go test -run XXX -bench LiveLoopback -benchtime 50000x ./recorder/capture/
 func BenchmarkLiveLoopback(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		capture bool
+		buffer  int
+	}{{"no-capture", false, 0}, {"capture", true, 0}, {"capture-kernel-buffer", true, 212992}} {
+		b.Run(tc.name, func(b *testing.B) { benchLoopback(b, tc.capture, tc.buffer) })
+	}
+}
+
+func benchLoopback(b *testing.B, capturing bool, buffer int) {
 	srv := httptest.NewServer(testHandler())
 	defer srv.Close()
-	var captured atomic.Int64
+	var captured, mispaired atomic.Int64
 	e, err := capture.NewEngine(capture.Options{Ports: []uint16{serverPort(b, srv.URL)},
 		Emit: func(x *formats.Exchange) {
 			if x.Complete {
 				captured.Add(1)
+			}
+			if x.Complete && string(x.RespBody) != x.Query {
+				mispaired.Add(1) // a complete row with another request's response
 			}
 		}})
 	if err != nil {
@@ -199,19 +217,21 @@ func BenchmarkLiveLoopback(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() {
-		done <- capture.Live(ctx, e, capture.LiveOptions{Interface: "lo", StatsEvery: 100 * time.Millisecond,
-			Started: func() { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		if errors.Is(err, capture.ErrNoCapNetRaw) {
-			b.Skipf("skipping live capture: %v", err)
+	if capturing {
+		ready := make(chan struct{})
+		go func() {
+			done <- capture.Live(ctx, e, capture.LiveOptions{Interface: "lo", StatsEvery: 100 * time.Millisecond,
+				SocketBuffer: buffer, Started: func() { close(ready) }})
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			if errors.Is(err, capture.ErrNoCapNetRaw) {
+				b.Skipf("skipping live capture: %v", err)
+			}
+			b.Fatal(err)
 		}
-		b.Fatal(err)
 	}
 	const workers = 4
 	b.ResetTimer()
@@ -223,7 +243,7 @@ func BenchmarkLiveLoopback(b *testing.B) {
 			c := &http.Client{Transport: tr}
 			defer tr.CloseIdleConnections()
 			for i := w; i < b.N; i += workers {
-				resp, err := c.Get(srv.URL + "/healthz")
+				resp, err := c.Get(srv.URL + "/echo?" + strconv.Itoa(i))
 				if err != nil {
 					b.Error(err)
 					return
@@ -235,6 +255,10 @@ func BenchmarkLiveLoopback(b *testing.B) {
 	}
 	wg.Wait()
 	sent := time.Since(start)
+	b.ReportMetric(float64(b.N)/sent.Seconds(), "req/s")
+	if !capturing {
+		return
+	}
 	// Let the capture catch up (bounded).
 	for last, idle := captured.Load(), 0; captured.Load() < int64(b.N) && idle < 20; idle++ {
 		time.Sleep(50 * time.Millisecond)
@@ -246,9 +270,8 @@ func BenchmarkLiveLoopback(b *testing.B) {
 	cancel()
 	<-done
 	snap := e.Stats().Snapshot()
-	b.Logf("stats: %+v", snap)
-	b.ReportMetric(float64(b.N)/sent.Seconds(), "req/s")
 	b.ReportMetric(float64(captured.Load())/float64(b.N), "captured/sent")
 	b.ReportMetric(float64(snap.KernelDrops), "kernel-drops")
+	b.ReportMetric(float64(mispaired.Load()), "mispaired")
 	b.ReportMetric(float64(snap.Packets)/sent.Seconds(), "pkts/s")
 }

@@ -151,17 +151,13 @@ func AssertNoLeak(tb testing.TB, where string, data []byte) {
 	}
 }
 
-// ScanDir scans every regular file under dir: its raw bytes, every zstd
-// frame inside it decompressed (Parquet pages, spools), and gzip files
-// decompressed. It returns the leaks and how many bytes it searched.
+// ScanDir scans every regular file under dir: its raw bytes and every zstd
+// frame and gzip stream found inside it, decompressed, two levels deep (a
+// gzip request body inside a zstd Parquet page is searched too). It returns
+// the leaks and how many bytes it searched.
 func ScanDir(tb testing.TB, dir string) (leaks []Leak, scanned int64) {
 	tb.Helper()
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(1<<30))
-	if err != nil {
-		tb.Fatalf("zstd decoder: %v", err)
-	}
-	defer dec.Close()
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
@@ -169,19 +165,13 @@ func ScanDir(tb testing.TB, dir string) (leaks []Leak, scanned int64) {
 		if err != nil {
 			return err
 		}
-		leaks = append(leaks, Find(data, path)...)
-		scanned += int64(len(data))
-		for _, frame := range zstdFrames(dec, data) {
-			leaks = append(leaks, Find(frame, path+" (zstd frame)")...)
-			scanned += int64(len(frame))
-		}
-		if len(data) > 2 && data[0] == 0x1f && data[1] == 0x8b {
-			if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
-				if plain, err := io.ReadAll(io.LimitReader(zr, 1<<30)); err == nil || len(plain) > 0 {
-					leaks = append(leaks, Find(plain, path+" (gzip)")...)
-					scanned += int64(len(plain))
-				}
+		for i, part := range Expand(data) {
+			where := path
+			if i > 0 {
+				where += " (decompressed stream)"
 			}
+			leaks = append(leaks, Find(part, where)...)
+			scanned += int64(len(part))
 		}
 		return nil
 	})
@@ -191,24 +181,57 @@ func ScanDir(tb testing.TB, dir string) (leaks []Leak, scanned int64) {
 	return leaks, scanned
 }
 
-// zstdFrames decodes a zstd frame starting at every frame magic in data.
-// A frame's end is not known up front, so each candidate is decoded with
-// a streaming reader up to its first error.
-func zstdFrames(dec *zstd.Decoder, data []byte) [][]byte {
-	magic := []byte{0x28, 0xb5, 0x2f, 0xfd}
-	var frames [][]byte
-	for off := 0; ; {
-		k := bytes.Index(data[off:], magic)
-		if k < 0 {
-			return frames
+// Expand returns data followed by every zstd frame and gzip stream that
+// starts anywhere inside it, decompressed, and what those hold in turn (two
+// levels). Decoding stops at the first error; partial output is kept.
+func Expand(data []byte) [][]byte {
+	out := [][]byte{data}
+	level := [][]byte{data}
+	for range 2 {
+		var next [][]byte
+		for _, b := range level {
+			next = append(next, streams(b)...)
 		}
-		start := off + k
-		if err := dec.Reset(bytes.NewReader(data[start:])); err == nil {
-			plain, _ := io.ReadAll(io.LimitReader(dec, 1<<28))
-			if len(plain) > 0 {
-				frames = append(frames, plain)
+		out = append(out, next...)
+		level = next
+	}
+	return out
+}
+
+const maxExpand = 1 << 28
+
+func streams(data []byte) [][]byte {
+	var found [][]byte
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxExpand), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil
+	}
+	defer dec.Close()
+	zstdMagic := []byte{0x28, 0xb5, 0x2f, 0xfd}
+	gzipMagic := []byte{0x1f, 0x8b, 0x08}
+	for off := 0; off < len(data); {
+		kz := bytes.Index(data[off:], zstdMagic)
+		kg := bytes.Index(data[off:], gzipMagic)
+		if kz < 0 && kg < 0 {
+			break
+		}
+		var plain []byte
+		start := 0
+		if kg < 0 || kz >= 0 && kz < kg {
+			start = off + kz
+			if dec.Reset(bytes.NewReader(data[start:])) == nil {
+				plain, _ = io.ReadAll(io.LimitReader(dec, maxExpand))
+			}
+		} else {
+			start = off + kg
+			if zr, err := gzip.NewReader(bytes.NewReader(data[start:])); err == nil {
+				plain, _ = io.ReadAll(io.LimitReader(zr, maxExpand))
 			}
 		}
-		off = start + len(magic)
+		if len(plain) > 0 {
+			found = append(found, plain)
+		}
+		off = start + 3
 	}
+	return found
 }

@@ -297,7 +297,7 @@ func replayClock(ctx context.Context, paths []string, ro formats.ReaderOptions) 
 	defer r.Close()
 	var anchors []point // ns: scheduled wall time, v unused; orig kept in origs
 	var origs []int64
-	lastOrig := int64(math.MinInt64)
+	var lastOrig int64
 	for i := 0; ; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -310,8 +310,8 @@ func replayClock(ctx context.Context, paths []string, ro formats.ReaderOptions) 
 			return nil, fmt.Errorf("read results: %w", err)
 		}
 		orig := res.OrigTs.UnixNano()
-		if res.SentUnixNs == 0 || orig-lastOrig < int64(time.Millisecond) {
-			continue // thinned to one anchor per ms of original time
+		if res.SentUnixNs == 0 || (len(origs) > 0 && orig >= lastOrig && orig-lastOrig < int64(time.Millisecond)) {
+			continue // thinned to about one anchor per ms of original time
 		}
 		lastOrig = orig
 		anchors = append(anchors, point{ns: res.SentUnixNs - res.LagNs, v: float64(len(origs))})

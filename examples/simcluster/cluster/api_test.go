@@ -312,7 +312,9 @@ func TestRequestErrors(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
 			}
 			if tt.status != 200 {
-				var e struct{ Error struct{ Message, Type string } }
+				var e struct {
+					Error struct{ Message, Type string }
+				}
 				if json.Unmarshal(b, &e) != nil || e.Error.Message == "" || e.Error.Type == "" {
 					t.Errorf("not an OpenAI error object: %s", b)
 				}
@@ -524,4 +526,32 @@ func FuzzParseJob(f *testing.F) {
 			t.Fatalf("accepted job out of bounds: prompt %d output %d", j.promptTokens, j.outLen)
 		}
 	})
+}
+
+func TestFullQueueAnswers503(t *testing.T) {
+	c, srv := startCluster(t, Options{TimeScale: 1, MaxWaiting: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	long := `{"prompt":"` + strings.Repeat("abcd", 6000) + `","max_tokens":1,"stream":true}`
+	for range 4 {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions", strings.NewReader(long))
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Waiting < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue never filled: %+v", c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp := post(t, context.Background(), srv.URL+"/v1/completions", `{"prompt":"hi","max_tokens":1}`)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("status %d with a full queue, want 503", resp.StatusCode)
+	}
 }

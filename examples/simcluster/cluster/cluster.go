@@ -169,11 +169,11 @@ func (c *Cluster) Run(ctx context.Context) error {
 		now := time.Now()
 		for _, s := range e.admitted {
 			r := s.req
-			r.admitted.Store(true)
-			r.signal()
 			c.m.queue.Observe(now.Sub(r.arrival).Seconds())
 			c.m.promptLen.Observe(float64(s.prompt))
 			c.m.promptTokens.Add(float64(s.prompt))
+			r.admitted.Store(true)
+			r.signal()
 		}
 		if !ok {
 			// Nothing fits (cancellations left the queue blocked on KV that
@@ -215,7 +215,28 @@ func (c *Cluster) drain(e *engine) {
 }
 
 // publish hands the step's tokens to their handlers and updates metrics.
+// Metrics are updated before any handler is woken, so a client that has
+// its last token also finds it counted in /metrics.
 func (c *Cluster) publish(e *engine, now time.Time) {
+	c.m.genTokens.Add(float64(len(e.emitted)))
+	c.m.stepTokens.Observe(float64(e.lastStepPrefill + len(e.emitted)))
+	c.m.steps.Inc()
+	c.m.preemptions.Add(float64(e.preemptions - c.seen.preemptions))
+	c.m.cacheQueries.Add(float64(e.cacheQueries - c.seen.cacheQueries))
+	c.m.cacheHits.Add(float64(e.cacheHits - c.seen.cacheHits))
+	c.seen.preemptions, c.seen.cacheQueries, c.seen.cacheHits = e.preemptions, e.cacheQueries, e.cacheHits
+	c.m.running.Set(float64(len(e.running)))
+	c.m.waiting.Set(float64(e.numWaiting()))
+	c.m.waitingLong.Set(float64(len(e.waitingLong)))
+	c.m.kvUsage.Set(e.kvUsage())
+	c.running.Store(int64(len(e.running)))
+	c.waiting.Store(int64(e.numWaiting()))
+	c.kvUsage.Store(math.Float64bits(e.kvUsage()))
+	c.steps.Store(e.steps)
+	for _, s := range e.finished {
+		c.m.e2e.Observe(now.Sub(s.req.arrival).Seconds())
+		c.m.success.WithLabelValues(s.finish).Inc()
+	}
 	for _, s := range e.emitted {
 		r := s.req
 		if s.generated == 1 {
@@ -234,24 +255,7 @@ func (c *Cluster) publish(e *engine, now time.Time) {
 		r.finish, r.cached = s.finish, s.cached
 		r.done.Store(true)
 		r.signal()
-		c.m.e2e.Observe(now.Sub(r.arrival).Seconds())
-		c.m.success.WithLabelValues(s.finish).Inc()
 	}
-	c.m.genTokens.Add(float64(len(e.emitted)))
-	c.m.stepTokens.Observe(float64(e.lastStepPrefill + len(e.emitted)))
-	c.m.steps.Inc()
-	c.m.preemptions.Add(float64(e.preemptions - c.seen.preemptions))
-	c.m.cacheQueries.Add(float64(e.cacheQueries - c.seen.cacheQueries))
-	c.m.cacheHits.Add(float64(e.cacheHits - c.seen.cacheHits))
-	c.seen.preemptions, c.seen.cacheQueries, c.seen.cacheHits = e.preemptions, e.cacheQueries, e.cacheHits
-	c.m.running.Set(float64(len(e.running)))
-	c.m.waiting.Set(float64(e.numWaiting()))
-	c.m.waitingLong.Set(float64(len(e.waitingLong)))
-	c.m.kvUsage.Set(e.kvUsage())
-	c.running.Store(int64(len(e.running)))
-	c.waiting.Store(int64(e.numWaiting()))
-	c.kvUsage.Store(math.Float64bits(e.kvUsage()))
-	c.steps.Store(e.steps)
 }
 
 // stop fails everything left in the engine and in the submit queue.

@@ -50,9 +50,9 @@ type engine struct {
 	finished  []*seq
 
 	// Totals since start.
-	steps, preemptions, promptTokens, genTokens int64
-	cacheQueries, cacheHits                     int64 // in tokens, as vLLM counts them
-	lastStepPrefill, lastStepSeqs               int
+	steps, preemptions, genTokens int64
+	cacheQueries, cacheHits       int64 // in tokens, as vLLM counts them
+	lastStepPrefill               int   // prefill tokens in the last step
 }
 
 func newEngine(o *Options) *engine {
@@ -168,7 +168,6 @@ func (e *engine) schedule() (d time.Duration, ok bool) {
 			longPrefilling++
 		}
 		if !s.admitted {
-			e.promptTokens += int64(s.prompt)
 			e.admitted = append(e.admitted, s)
 		}
 		e.running = append(e.running, s)
@@ -194,7 +193,7 @@ func (e *engine) schedule() (d time.Duration, ok bool) {
 		s.admitted = true
 		s.batchAtAdmit = len(e.scheduled)
 	}
-	e.lastStepSeqs, e.lastStepPrefill = len(e.scheduled), prefill
+	e.lastStepPrefill = prefill
 	if len(e.scheduled) == 0 {
 		return 0, false
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -89,9 +90,12 @@ type Options struct {
 	// in the weekly-incident story) when > 0: prompts of at least this many
 	// tokens wait in their own queue, short prompts are admitted first, at
 	// most MaxLongPrefills long prompts prefill at once, and each takes at
-	// most LongPrefillChunk tokens of a step. This mirrors vLLM's
-	// long_prefill_token_threshold / max_long_partial_prefills. Default 0
-	// (off: one first-come-first-served queue, vLLM's default).
+	// most LongPrefillChunk tokens of a step while short requests wait (what
+	// is left of the budget when none do). This mirrors vLLM's
+	// long_prefill_token_threshold / max_long_partial_prefills. It moves the
+	// wait onto long prompts: short requests' TTFT recovers, the longest
+	// prompts get slower. Default 0 (off: one first-come-first-served
+	// queue, vLLM's default).
 	LongPromptThreshold int
 	// MaxLongPrefills caps concurrent long prefills. Default 1 (vLLM's
 	// max_long_partial_prefills default).
@@ -178,10 +182,10 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxLag = 50 * time.Millisecond
 	}
 	switch {
-	case o.TimeScale < 0 || o.TimeScale > 1e4:
+	case !(o.TimeScale > 0 && o.TimeScale <= 1e4):
 		return o, fmt.Errorf("%w: time scale %v not in (0, 10000]", ErrOptions, o.TimeScale)
-	case o.StepBase < 0 || o.StepPerSeq < 0 || o.PrefillTokensPerSec < 0:
-		return o, fmt.Errorf("%w: negative step cost", ErrOptions)
+	case o.StepBase < 0 || o.StepPerSeq < 0 || !(o.PrefillTokensPerSec > 0) || math.IsInf(o.PrefillTokensPerSec, 0):
+		return o, fmt.Errorf("%w: negative step cost or prefill rate", ErrOptions)
 	case o.MaxBatchedTokens < 1 || o.MaxNumSeqs < 1 || o.MaxWaiting < 1:
 		return o, fmt.Errorf("%w: batch limits must be positive", ErrOptions)
 	case o.KVCapacityTokens < BlockTokens:

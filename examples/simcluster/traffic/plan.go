@@ -142,9 +142,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.RequestTimeout = 5 * time.Minute
 	}
 	switch {
-	case o.Speed < 0 || o.Rate < 0 || o.Duration < 0 || o.MaxRequests < 0 || o.TraceOffset < 0:
-		return o, errors.New("traffic options: negative speed, rate, duration, count or offset")
-	case o.Incident.Factor < 1 || o.Incident.Share < 0 || o.Incident.Share > 1 || o.Incident.For < 0 || o.Incident.Every < 0:
+	case !(o.Speed > 0 && o.Speed < 1e6) || !(o.Rate > 0 && o.Rate < 1e6) || o.Duration < 0 || o.MaxRequests < 0 || o.TraceOffset < 0:
+		return o, errors.New("traffic options: speed and rate must be positive, duration, count and offset not negative")
+	case !(o.Incident.Factor >= 1 && o.Incident.Factor <= 1000) || !(o.Incident.Share > 0 && o.Incident.Share <= 1) || o.Incident.For < 0 || o.Incident.Every < 0:
 		return o, errors.New("traffic options: incident factor must be ≥ 1 and share in (0, 1]")
 	case o.SystemPrompts < 1 || o.MaxPromptTokens < 16 || o.MaxInFlight < 1:
 		return o, errors.New("traffic options: system prompts, max prompt tokens or max in flight too small")

@@ -58,10 +58,10 @@ func ReadAzureTrace(r io.Reader) ([]TraceRow, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rows) == maxTraceRows {
 			return nil, fmt.Errorf("%w: more than %d rows", ErrTrace, maxTraceRows)
 		}

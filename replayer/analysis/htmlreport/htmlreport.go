@@ -123,6 +123,7 @@ func WriteCompare(w io.Writer, nameA, nameB string, c *analysis.Comparison, verd
 			{Name: "B batch", X: fb.x, Y: fb.batch, Color: orange, Dash: true, Right: true},
 		},
 	}.SVG())
+	d.Charts = append(d.Charts, compareSignalCharts(c)...)
 	for _, m := range []string{"e2e", "ttft", "itl"} {
 		d.Dists = append(d.Dists, cdfChart(strings.ToUpper(m)+" distribution (CDF)", []namedHist{
 			{"A", c.A.Histograms[m], blue}, {"B", c.B.Histograms[m], orange}}))
@@ -152,6 +153,7 @@ func (d *pageData) fill(s *analysis.Summary, bands []Band) {
 			{Name: "long-prompt share", X: f.x, Y: f.long, Color: purple, Dash: true, Right: true},
 		},
 	}.SVG())
+	d.Charts = append(d.Charts, signalCharts(s)...)
 	for _, m := range []struct{ key, title string }{{"e2e", "E2E"}, {"ttft", "TTFT"}, {"itl", "ITL"}} {
 		d.Dists = append(d.Dists, histChart(m.title+" distribution", s.Histograms[m.key]))
 	}
