@@ -100,8 +100,10 @@ type Stats struct {
 type ReaderOptions struct {
 	// From and To select records with From <= time < To; a zero bound is open.
 	From, To time.Time
-	// SkipBad skips files that cannot be read (truncated, foreign, newer
-	// schema) instead of failing; each is reported to Warn.
+	// SkipBad skips files whose footer or schema is bad (truncated, foreign,
+	// newer schema) instead of failing OpenReader; each is reported to Warn.
+	// Damage found later, inside pages, is still an error from Next: rows
+	// already returned cannot be taken back.
 	SkipBad bool
 	// Warn receives skipped files' errors. Default: ignore.
 	Warn func(error)

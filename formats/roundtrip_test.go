@@ -166,6 +166,9 @@ func TestRoundTripResult(t *testing.T) {
 	in := append([]Result(nil), want...)
 	shuffleNear(in, 2)
 	writeAll(t, WriterOptions{Dir: dir, Recorder: "replay-1", RowGroupRows: 50, RotateSize: 8 << 10}, in)
+	if files, _ := ListFiles([]string{dir}); len(files) < 3 {
+		t.Errorf("%d result files, want rotation to produce several", len(files))
+	}
 	got := readAll[Result](t, []string{filepath.Join(dir, "dt=*", "hour=*", "*.parquet")}, ReaderOptions{})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("results differ after round trip (%d vs %d records)", len(got), len(want))

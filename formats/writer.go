@@ -23,25 +23,27 @@ var recorderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 //
 // Each file is written as _<name>.parquet.tmp and renamed when it is
 // complete, so readers never see a partial file (Spark and Hadoop skip '_'
-// names; globs like DIR/**/*.parquet never match '.tmp'). Unless NoSpool is set, every
-// record is first appended to a write-ahead spool under Dir/_spool/, synced
-// every SyncEvery, and leaves the spool only once it sits in a renamed file;
-// NewWriter recovers what a killed predecessor left there.
+// names; globs like DIR/**/*.parquet never match '.tmp'). Unless NoSpool is
+// set, every record is first appended to a write-ahead spool under
+// Dir/_spool/, synced every SyncEvery, and leaves the spool only once it sits
+// in a renamed file; NewWriter recovers what a killed predecessor left there.
+// A background goroutine syncs the spool and rotates files by age until
+// Close, which must be called.
 //
 // Write takes ownership of the record's slices and maps until the writer is
 // closed: the caller must not modify them after Write (the struct itself is
 // copied). Write and Close may be called from different goroutines, but
 // records are ordered within a row group by time, not by call.
 type Writer[T Record] struct {
-	opts  WriterOptions
-	cfg   fileConfig
-	sid   string // session id: <recorder>-<start>, unique per Dir
-	sess  *session
-	stop  chan struct{}
-	done  chan struct{}
-	chunk []byte // scratch for spool frames
+	opts WriterOptions
+	cfg  fileConfig
+	sid  string // session id: <recorder>-<start>, unique per Dir
+	sess *session
+	stop chan struct{}
+	done chan struct{}
 
 	mu     sync.Mutex               // guards everything below, and sess
+	chunk  []byte                   // scratch for spool frames
 	files  map[int64]*fileWriter[T] // open files by unix hour
 	next   uint32                   // last file ordinal used
 	use    int64                    // write counter, for least-recently-used eviction

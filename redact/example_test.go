@@ -43,7 +43,7 @@ func ExampleRedactor_Explain() {
 	_ = redact.WriteExplanation(os.Stdout, b, nil)
 	// Output:
 	// model: keep
-	// stop: detect
+	// stop[0]: detect
 	// prefix_hashes: 0 blocks []
 	// topic: ""
 }

@@ -102,7 +102,7 @@ func TestRedactExplain(t *testing.T) {
 		t.Fatalf("explain: %v", err)
 	}
 	out := stdout.String()
-	for _, want := range []string{"messages.content", "synthetic", "model", "kept by rule model", "stop", "detect", "prefix_hashes:"} {
+	for _, want := range []string{"messages[0].content", "synthetic", "model", "kept by rule model", "stop", "detect", "prefix_hashes:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
