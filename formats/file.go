@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // fileWriter writes one Parquet file under a temporary name and renames it
@@ -41,7 +41,7 @@ type fileWriter[T Record] struct {
 
 // fileConfig is what every file of one writer shares.
 type fileConfig struct {
-	level         zstd.Level
+	codec         compress.Codec // page compression, shared by every file (its encoders are pooled)
 	rowGroupRows  int
 	rowGroupBytes int64
 	rotateSize    int64
@@ -57,7 +57,7 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		return nil, fmt.Errorf("create file: %w", err)
 	}
 	opts := []parquet.WriterOption{
-		parquet.Compression(&zstd.Codec{Level: cfg.level}),
+		parquet.Compression(cfg.codec),
 		parquet.DataPageVersion(1),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.MaxRowsPerRowGroup(int64(cfg.rowGroupRows)),

@@ -3,6 +3,7 @@ package formats
 import (
 	"time"
 
+	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
@@ -80,6 +81,10 @@ type WriterOptions struct {
 
 	// Now is the clock for file ages and names. Default time.Now.
 	Now func() time.Time
+
+	// pageTap, when set (by benchmarks only), receives a copy of every
+	// uncompressed page before it is compressed.
+	pageTap func(page []byte)
 }
 
 // Stats counts what a Writer did. Bytes are compressed bytes on disk.
@@ -141,4 +146,26 @@ func (o WriterOptions) withDefaults() WriterOptions {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// pageCodec is the page compression of a writer's files: one zstd codec for
+// all of them, so its pooled encoders (a few MiB of tables each) are built
+// once per writer rather than once per file.
+func pageCodec(o WriterOptions) compress.Codec {
+	c := &zstd.Codec{Level: o.Level}
+	if o.pageTap == nil {
+		return c
+	}
+	return tapCodec{c, o.pageTap}
+}
+
+// tapCodec hands every page to tap before compressing it.
+type tapCodec struct {
+	*zstd.Codec
+	tap func([]byte)
+}
+
+func (t tapCodec) Encode(dst, src []byte) ([]byte, error) {
+	t.tap(append([]byte(nil), src...))
+	return t.Codec.Encode(dst, src)
 }

@@ -81,7 +81,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	w := &Writer[T]{
 		opts: opts,
 		cfg: fileConfig{
-			level:         opts.Level,
+			codec:         pageCodec(opts),
 			rowGroupRows:  opts.RowGroupRows,
 			rowGroupBytes: opts.RowGroupBytes,
 			rotateSize:    opts.RotateSize,

@@ -134,8 +134,12 @@ type Recording struct {
 	lastByte time.Time
 	scanner  *sse.Scanner // non-nil for event-stream responses
 	timeline sse.Timeline
-	err      error
-	finished bool
+	// pend is the tail of RespBody not yet scanned, which arrived at pendAt
+	// (see ResponseBody); empty when nothing waits.
+	pendFrom, pendTo int
+	pendAt           time.Time
+	err              error
+	finished         bool
 }
 
 // Seq reports the exchange's sequence number.
@@ -151,6 +155,7 @@ func (r *Recording) SetRequest(req Request) {
 	r.x.Path = req.Path
 	r.x.Query = req.RawQuery
 	r.x.ReqHeaders = headerMap(req.Header)
+	r.x.ReqBody = presize(r.x.ReqBody, req.Header, r.a.cfg.MaxBody)
 	r.x.ReqContentType = req.Header.Get("Content-Type")
 	r.x.Session = req.Header.Get(r.a.cfg.SessionHeader)
 	r.reqHdr = contextOnly(req.Header, r.a)
@@ -173,6 +178,7 @@ func (r *Recording) SetResponse(at time.Time, status int, header http.Header) {
 	r.x.Status = int32(status)
 	r.x.RespHeaders = headerMap(header)
 	r.x.RespContentType = header.Get("Content-Type")
+	r.x.RespBody = presize(r.x.RespBody, header, r.a.cfg.MaxBody)
 	if isEventStream(r.x.RespContentType) {
 		r.scanner = sse.NewScanner(sse.Options{})
 	}
@@ -181,19 +187,43 @@ func (r *Recording) SetResponse(at time.Time, status int, header http.Header) {
 }
 
 // ResponseBody records the next piece of the response body, which arrived
-// at at. Event-stream bodies are scanned as they arrive.
+// at at. It copies p and returns; event-stream bodies are scanned with each
+// piece's arrival time, but a piece that fit under the body cap is scanned
+// later — at the next ResponseBody, ScanPending or Finish — so that a proxy
+// can forward the bytes first and scan them afterwards.
 func (r *Recording) ResponseBody(at time.Time, p []byte) {
 	if len(p) == 0 {
 		return
 	}
 	r.mu.Lock()
+	r.scanPending()
+	from := len(r.x.RespBody)
 	r.x.RespBody, _ = appendCapped(r.x.RespBody, p, r.a.cfg.MaxBody, false)
 	r.x.RespBodyBytes += int64(len(p))
 	r.lastByte = at
 	if r.scanner != nil {
-		r.scanner.Feed(p, at, r.observe)
+		if len(r.x.RespBody)-from == len(p) {
+			r.pendFrom, r.pendTo, r.pendAt = from, len(r.x.RespBody), at
+		} else {
+			r.scanner.Feed(p, at, r.observe) // past the cap: the copy is not whole
+		}
 	}
 	r.mu.Unlock()
+}
+
+// ScanPending scans the event-stream bytes the last ResponseBody deferred,
+// if any. A proxy calls it once it has forwarded them.
+func (r *Recording) ScanPending() {
+	r.mu.Lock()
+	r.scanPending()
+	r.mu.Unlock()
+}
+
+func (r *Recording) scanPending() {
+	if r.pendTo > r.pendFrom && r.scanner != nil {
+		r.scanner.Feed(r.x.RespBody[r.pendFrom:r.pendTo], r.pendAt, r.observe)
+	}
+	r.pendFrom, r.pendTo = 0, 0
 }
 
 func (r *Recording) observe(ev *sse.Event) { r.timeline.Observe(ev) }
@@ -233,6 +263,7 @@ func (r *Recording) Finish(end time.Time, complete bool) *formats.Exchange {
 	}
 	x.DurationNs = int64(last.Sub(r.start))
 	if r.scanner != nil {
+		r.scanPending()
 		r.scanner.Flush(last, r.observe)
 		tl := &r.timeline
 		x.Events = int32(min(tl.Events, 1<<31-1))
@@ -344,6 +375,19 @@ func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
 		return append(dst, p[:room]...), true
 	}
 	return append(dst, p...), trunc
+}
+
+// presize gives an empty body buffer the capacity the Content-Length in h
+// announces, up to limit, so that capturing it does not grow and copy it.
+func presize(b []byte, h http.Header, limit int64) []byte {
+	if len(b) > 0 || cap(b) > 0 || limit <= 0 {
+		return b
+	}
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n <= 0 {
+		return b
+	}
+	return make([]byte, 0, min(n, limit))
 }
 
 func isEventStream(ct string) bool {

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -204,6 +205,41 @@ func (p *Pipeline) Submit(x *formats.Exchange) bool {
 		return false
 	}
 }
+
+// SubmitWait queues x for recording, waiting for room instead of dropping:
+// for offline imports (pcap files, access logs), which must not lose rows
+// to a full queue and have no client to keep waiting. It returns
+// ErrPipelineClosed after Close, or ctx's error when ctx ends first. The
+// pipeline owns x afterwards.
+func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
+	size := int64(len(x.ReqBody) + len(x.RespBody))
+	// Wait for the byte bound without holding the lock, so Close is never
+	// held up; an exchange larger than the bound goes in alone.
+	for p.qbytes.Load()+size > p.opts.QueueBytes && p.queued.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrPipelineClosed
+	}
+	p.qbytes.Add(size)
+	select {
+	case p.queue <- item{x, size}:
+		p.m.QueueDepth.Set(float64(p.queued.Add(1)))
+		return nil
+	case <-ctx.Done():
+		p.qbytes.Add(-size)
+		return ctx.Err()
+	}
+}
+
+// ErrPipelineClosed is returned by SubmitWait after Close.
+var ErrPipelineClosed = errors.New("recording pipeline closed")
 
 // work enriches and redacts queued exchanges.
 func (p *Pipeline) work() {

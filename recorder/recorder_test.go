@@ -213,3 +213,51 @@ func TestPipeline(t *testing.T) {
 		t.Errorf("dropped(closed) %v, want 1", got)
 	}
 }
+
+// TestDeferredScan checks that event-stream pieces scanned late (after the
+// proxy forwarded them: at the next piece, ScanPending or Finish) give the
+// same timing as pieces scanned on arrival past the body cap, and that a
+// Content-Length presizes the body buffers.
+func TestDeferredScan(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	pieces := []string{
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n",
+		"\ndata: {\"choices\":[{\"delta\":{\"content\":\"B\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"con",
+		"tent\":\"C\"}}]}\n\n",
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\ndata: [DONE]",
+	}
+	run := func(maxBody int64, scanEach bool) string {
+		a := NewAssembler(Config{MaxBody: maxBody})
+		r := a.Begin(t0, ConnInfo{})
+		r.SetRequest(Request{Method: "POST", Header: http.Header{"Content-Length": {"100"}}})
+		r.SetResponse(t0.Add(time.Millisecond), 200, http.Header{"Content-Type": {"text/event-stream"}})
+		for i, p := range pieces {
+			r.ResponseBody(t0.Add(time.Duration(10*(i+1))*time.Millisecond), []byte(p))
+			if scanEach {
+				r.ScanPending()
+				r.ScanPending() // a second call has nothing left to scan
+			}
+		}
+		x := r.Finish(t0.Add(time.Second), true)
+		return fmt.Sprint(x.Events, time.Duration(x.TTFTNs), x.EventGapsUs, x.OutputTokens, x.PromptTokens, x.DurationNs)
+	}
+	want := "6 20ms [0 10000] 3 4 40000000"
+	for _, tt := range []struct {
+		name     string
+		maxBody  int64
+		scanEach bool
+	}{{"deferred to next piece", 0, false}, {"ScanPending after each", 0, true}, {"past the cap", 16, false}, {"nothing kept", -1, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := run(tt.maxBody, tt.scanEach); got != want {
+				t.Fatalf("got %s, want %s", got, want)
+			}
+		})
+	}
+	a := NewAssembler(Config{MaxBody: 64})
+	r := a.Begin(t0, ConnInfo{})
+	r.SetRequest(Request{Header: http.Header{"Content-Length": {"40"}}})
+	r.SetResponse(t0, 200, http.Header{"Content-Length": {"1000000"}})
+	if c1, c2 := cap(r.x.ReqBody), cap(r.x.RespBody); c1 != 40 || c2 != 64 {
+		t.Fatalf("presized to %d and %d, want 40 and 64 (the cap)", c1, c2)
+	}
+}

@@ -1,13 +1,26 @@
 // Command proxy benchmarks reel's recording sidecar against direct access to
-// the same upstream, on loopback: added latency (p50/p99) at a fixed rate,
-// throughput at saturation, for small JSON and for SSE streams, and the
-// recorder's peak RSS at 2k req/s with 16 KiB bodies.
+// the same upstream, on loopback. It answers two different questions and
+// labels them apart:
 //
-// It runs the upstream and the recording proxy (proxy + pipeline + redactor
-// + Parquet writer, wired as `reel record` wires them) as child processes of
-// itself, so the proxy's RSS is its own:
+//   - In front of a realistic upstream — an inference server with a fixed
+//     number of slots, each request holding one for its service time (JSON)
+//     or while it streams tokens with gaps (SSE) — does the sidecar keep the
+//     throughput the upstream can give (target ≥ 90 % of direct)?
+//   - Against a trivial upstream that answers at once, how much CPU does the
+//     proxy cost relative to that server? On a small machine where load
+//     generator, upstream and proxy share the cores, the saturation ratio
+//     measures this CPU split, not the effect on a real gateway.
 //
-//	go run ./bench/proxy -duration 5s
+// It also measures added latency (p50/p99, from each request's due time to
+// its last byte) at a fixed rate, direct and proxied phases interleaved over
+// several repetitions with medians, the proxy's and upstream's CPU time per
+// request, and the recorder's peak RSS at 2k req/s with 16 KiB bodies.
+//
+// The upstream and the recording proxy (proxy + pipeline + redactor +
+// Parquet writer, wired as `reel record` wires them) run as child processes
+// of this one, so the proxy's RSS and CPU time are its own:
+//
+//	go build -o /tmp/benchproxy ./bench/proxy && /tmp/benchproxy -duration 3s -reps 3
 package main
 
 import (
@@ -42,52 +55,87 @@ import (
 	"github.com/reelkit/reel/redact"
 )
 
+// upstreamOpts shape the realistic upstream endpoints.
+type upstreamOpts struct {
+	slots   int           // requests served at once; the rest queue
+	service time.Duration // /infer: time a request holds its slot
+	tokens  int           // /gen: token chunks per stream
+	gap     time.Duration // /gen: time between token chunks
+}
+
 func main() {
 	mode := flag.String("mode", "bench", "bench, or (internal) upstream / proxy")
 	upstream := flag.String("upstream", "", "proxy mode: upstream URL")
 	out := flag.String("out", "", "proxy mode: dataset directory")
-	dur := flag.Duration("duration", 5*time.Second, "length of each measured phase")
+	dur := flag.Duration("duration", 3*time.Second, "length of each measured phase")
+	reps := flag.Int("reps", 3, "interleaved direct/proxy repetitions of each phase (medians are reported)")
 	rate := flag.Int("rate", 1000, "fixed request rate for the latency phases")
-	conc := flag.Int("concurrency", 32, "closed-loop workers for the saturation phases")
-	memOnly := flag.Bool("memory-only", false, "run only the memory phase")
+	conc := flag.Int("concurrency", 32, "closed-loop workers for the trivial-upstream saturation phases")
+	var uo upstreamOpts
+	flag.IntVar(&uo.slots, "slots", 64, "realistic upstream: requests served at once")
+	flag.DurationVar(&uo.service, "service", 20*time.Millisecond, "realistic upstream: /infer service time per request")
+	flag.IntVar(&uo.tokens, "tokens", 16, "realistic upstream: token chunks per /gen stream")
+	flag.DurationVar(&uo.gap, "gap", 2*time.Millisecond, "realistic upstream: gap between /gen token chunks")
+	phases := flag.String("phases", "latency,capacity,cpu,memory", "phases to run, comma-separated")
 	rowGroup := flag.Int64("row-group-bytes", 8<<20, "proxy mode: writer row-group bound, as reel record sets it")
-	memLimit := flag.Int64("memory-limit", 100<<20, "proxy mode: Go soft memory limit, as reel record sets it (0: none)")
+	memLimit := flag.Int64("memory-limit", 100<<20, "proxy: Go soft memory limit, as reel record sets it (0: none)")
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
 	flag.Parse()
 	switch *mode {
 	case "upstream":
-		serveUpstream()
+		serveUpstream(uo)
 	case "proxy":
 		if *memLimit > 0 {
 			debug.SetMemoryLimit(*memLimit)
 		}
 		serveProxy(*upstream, *out, *record, *rowGroup)
 	default:
-		bench(*dur, *rate, *conc, *record, *memOnly, *rowGroup, *memLimit)
+		bench(benchOpts{d: *dur, reps: *reps, rate: *rate, conc: *conc, up: uo, record: *record,
+			phases: *phases, rowGroup: *rowGroup, memLimit: *memLimit})
 	}
 }
 
-// serveUpstream is a trivial inference server: /json answers a small JSON
-// (or ?size=N bytes), /sse streams 16 chat chunks flushed one by one.
-func serveUpstream() {
+// serveUpstream serves trivial endpoints — /json answers a small JSON (or
+// ?size=N bytes), /sse streams 16 chat chunks flushed back to back — and
+// realistic ones with bounded capacity: /infer holds one of uo.slots for
+// uo.service then answers JSON; /gen holds a slot while it streams uo.tokens
+// chunks uo.gap apart, as an inference server's decode steps would.
+func serveUpstream(uo upstreamOpts) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(ln.Addr())
 	chunk := []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"token "}}]}` + "\n\n")
+	tail := []byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16}}\n\ndata: [DONE]\n\n")
+	slots := make(chan struct{}, max(uo.slots, 1))
 	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if r.URL.Path == "/sse" {
+		switch r.URL.Path {
+		case "/sse", "/gen":
+			gen := r.URL.Path == "/gen"
+			n := 16
+			if gen {
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				n = uo.tokens
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("X-Batch-Size", "8")
 			f := w.(http.Flusher)
-			for range 16 {
+			for i := range n {
+				if gen && i > 0 {
+					time.Sleep(uo.gap)
+				}
 				w.Write(chunk)
 				f.Flush()
 			}
-			w.Write([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16}}\n\ndata: [DONE]\n\n"))
+			w.Write(tail)
 			return
+		case "/infer":
+			slots <- struct{}{}
+			time.Sleep(uo.service)
+			<-slots
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if n, _ := strconv.Atoi(r.URL.Query().Get("size")); n > 0 {
@@ -304,56 +352,160 @@ func metricSum(addr, name string) float64 {
 	return sum
 }
 
-func bench(d time.Duration, rate, conc int, record, memOnly bool, rowGroup, memLimit int64) {
+// cpuTicks reads a process's user+system CPU time in clock ticks (1/100 s).
+func cpuTicks(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+type benchOpts struct {
+	d                  time.Duration
+	reps, rate, conc   int
+	up                 upstreamOpts
+	record             bool
+	phases             string
+	rowGroup, memLimit int64
+}
+
+type kind struct {
+	name, path string
+	body       []byte
+}
+
+func median[T int64 | float64 | time.Duration](v []T) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3) }
+
+func bench(o benchOpts) {
 	dir, err := os.MkdirTemp("", "reel-bench-proxy-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	up := start("-mode", "upstream")
+	up := start("-mode", "upstream", "-slots", strconv.Itoa(o.up.slots), "-service", o.up.service.String(),
+		"-tokens", strconv.Itoa(o.up.tokens), "-gap", o.up.gap.String())
 	defer up.stop()
-	px := start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(record),
-		"-row-group-bytes", strconv.FormatInt(rowGroup, 10), "-memory-limit", strconv.FormatInt(memLimit, 10))
+	px := start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
+		"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
 	defer px.stop()
-	direct, viaProxy := "http://"+up.addrs[0], "http://"+px.addrs[0]
+	bases := [2]string{"http://" + up.addrs[0], "http://" + px.addrs[0]}
+	names := [2]string{"direct", "proxy"}
 	small := []byte(`{"user":1234,"items":[1,2,3,4,5,6,7,8]}`)
 	chat := jsonBody(600)
+	has := func(p string) bool { return slices.Contains(strings.Split(o.phases, ","), p) }
+	fmt.Printf("# record=%v, GOMAXPROCS per process = %d cores; load average at start: %s\n", o.record, numCPU(), loadavg())
 
-	if memOnly {
-		goto memory
-	}
-	fmt.Printf("# fixed rate %d req/s, %v per phase (latency from due time to last byte)\n", rate, d)
-	fmt.Printf("%-6s %-7s %9s %9s %9s %7s\n", "kind", "path", "p50", "p99", "max", "errors")
-	for _, k := range []struct {
-		name, path string
-		body       []byte
-	}{{"json", "/json", small}, {"sse", "/sse", chat}} {
-		var p [2]*result
-		for i, base := range []string{direct, viaProxy} {
-			fixedRate(base+k.path, k.body, rate, d/5) // warm-up
-			p[i] = fixedRate(base+k.path, k.body, rate, d)
-			fmt.Printf("%-6s %-7s %9v %9v %9v %7d\n", k.name, []string{"direct", "proxy"}[i], p[i].q(0.5), p[i].q(0.99), p[i].q(1), p[i].errors)
+	if has("latency") {
+		fmt.Printf("\n# added latency at %d req/s (open loop, from due time to last byte), %v per phase,\n", o.rate, o.d)
+		fmt.Printf("# %d repetitions, direct and proxy interleaved (order alternates); times in ms\n", o.reps)
+		fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %6s\n", "kind", "rep", "dir p50", "prx p50", "add p50", "dir p99", "prx p99", "add p99", "errors")
+		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}, {"sse-gen", "/gen", chat}} {
+			var add50, add99, d50, p50, d99, p99 []time.Duration
+			for rep := range o.reps {
+				var res [2]*result
+				for j := range 2 {
+					i := j
+					if rep%2 == 1 {
+						i = 1 - j
+					}
+					fixedRate(bases[i]+k.path, k.body, o.rate, o.d/5) // warm-up
+					res[i] = fixedRate(bases[i]+k.path, k.body, o.rate, o.d)
+				}
+				a50, a99 := res[1].q(0.5)-res[0].q(0.5), res[1].q(0.99)-res[0].q(0.99)
+				add50, add99 = append(add50, a50), append(add99, a99)
+				d50, p50 = append(d50, res[0].q(0.5)), append(p50, res[1].q(0.5))
+				d99, p99 = append(d99, res[0].q(0.99)), append(p99, res[1].q(0.99))
+				fmt.Printf("%-8s %4d %9s %9s %9s %9s %9s %9s %6d\n", k.name, rep+1, ms(res[0].q(0.5)), ms(res[1].q(0.5)), ms(a50),
+					ms(res[0].q(0.99)), ms(res[1].q(0.99)), ms(a99), res[0].errors+res[1].errors)
+			}
+			fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s\n", k.name, "med", ms(median(d50)), ms(median(p50)), ms(median(add50)),
+				ms(median(d99)), ms(median(p99)), ms(median(add99)))
 		}
-		fmt.Printf("%-6s added   %9v %9v\n", k.name, p[1].q(0.5)-p[0].q(0.5), p[1].q(0.99)-p[0].q(0.99))
 	}
-	fmt.Printf("\n# saturation, %d closed-loop workers, %v per phase\n", conc, d)
-	for _, k := range []struct {
-		name, path string
-		body       []byte
-	}{{"json", "/json", small}, {"sse", "/sse", chat}} {
+	if has("capacity") {
+		workers := 2 * o.up.slots
+		fmt.Printf("\n# (a) realistic upstream: %d slots; /infer holds a slot %v; /gen streams %d tokens %v apart.\n", o.up.slots, o.up.service, o.up.tokens, o.up.gap)
+		fmt.Printf("# %d closed-loop workers (more than the slots: requests queue at the upstream), %v per phase, %d interleaved reps\n", workers, o.d, o.reps)
+		for _, k := range []kind{{"infer", "/infer", small}, {"gen", "/gen", chat}} {
+			saturationRatio(k, bases, names, workers, o.d, o.reps, up, px)
+		}
+	}
+	if has("cpu") {
+		fmt.Printf("\n# (b) trivial upstream, CPU-bound: %d closed-loop workers, %v per phase, %d interleaved reps.\n", o.conc, o.d, o.reps)
+		fmt.Printf("# Load generator, upstream and proxy share the cores: the ratio is the proxy's CPU cost\n# relative to a server that does nothing, not its effect on an inference gateway.\n")
+		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}} {
+			saturationRatio(k, bases, names, o.conc, o.d, o.reps, up, px)
+		}
+	}
+	if has("memory") {
+		fmt.Printf("\n# memory: 2000 req/s, 16 KiB request and response bodies, %v, Go soft memory limit %d MiB\n", o.d, o.memLimit>>20)
+		big := jsonBody(16 << 10)
+		res := fixedRate(bases[1]+"/json?size=16384", big, 2000, o.d)
+		fmt.Printf("proxy p50 %v p99 %v errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f\n",
+			res.q(0.5), res.q(0.99), res.errors, float64(vmHWM(px.cmd.Process.Pid))/1024,
+			metricSum(px.addrs[1], "reel_recorder_exchanges_total"), metricSum(px.addrs[1], "reel_recorder_dropped_total"))
+	}
+}
+
+// saturationRatio runs closed-loop phases against direct and proxy,
+// interleaved, and prints throughput, the ratio, and CPU time per request
+// of the upstream (direct phase) and the proxy (proxy phase).
+func saturationRatio(k kind, bases, names [2]string, workers int, d time.Duration, reps int, up, px *child) {
+	var ratios []float64
+	for rep := range reps {
 		var r [2]float64
-		for i, base := range []string{direct, viaProxy} {
-			res := saturate(base+k.path, k.body, conc, d)
+		var cpu [2]float64 // µs of CPU per request: upstream in direct phases, proxy in proxy phases
+		var errs int64
+		for j := range 2 {
+			i := j
+			if rep%2 == 1 {
+				i = 1 - j
+			}
+			pid := up.cmd.Process.Pid
+			if i == 1 {
+				pid = px.cmd.Process.Pid
+			}
+			t0 := cpuTicks(pid)
+			res := saturate(bases[i]+k.path, k.body, workers, d)
 			r[i] = float64(res.n) / res.secs
-			fmt.Printf("%-6s %-7s %9.0f req/s %7d errors\n", k.name, []string{"direct", "proxy"}[i], r[i], res.errors)
+			cpu[i] = float64(cpuTicks(pid)-t0) * 1e4 / float64(max(res.n, 1))
+			errs += res.errors
 		}
-		fmt.Printf("%-6s proxy/direct %.1f %%\n", k.name, 100*r[1]/r[0])
+		ratios = append(ratios, r[1]/r[0])
+		fmt.Printf("%-6s rep %d: direct %7.0f req/s, proxy %7.0f req/s = %5.1f %%; CPU/request: upstream %5.0f µs, proxy %5.0f µs; errors %d\n",
+			k.name, rep+1, r[0], r[1], 100*r[1]/r[0], cpu[0], cpu[1], errs)
 	}
-memory:
-	fmt.Printf("\n# memory: 2000 req/s, 16 KiB request and response bodies, %v\n", d)
-	big := jsonBody(16 << 10)
-	res := fixedRate(viaProxy+"/json?size=16384", big, 2000, d)
-	fmt.Printf("proxy p50 %v p99 %v errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f\n",
-		res.q(0.5), res.q(0.99), res.errors, float64(vmHWM(px.cmd.Process.Pid))/1024,
-		metricSum(px.addrs[1], "reel_recorder_exchanges_total"), metricSum(px.addrs[1], "reel_recorder_dropped_total"))
+	fmt.Printf("%-6s median proxy/direct %.1f %%\n", k.name, 100*median(ratios))
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return max(strings.Count(string(b), "processor\t:"), 1)
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

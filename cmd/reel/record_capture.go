@@ -141,25 +141,15 @@ func recordLive(ctx context.Context, env *recordEnv, f *recordFlags) error {
 }
 
 // importSubmitter hands imported exchanges to the pipeline. An import must
-// not lose rows to a full queue, so it waits for room when the pipeline
-// can (SubmitWait); otherwise drops are counted and reported at the end.
+// not lose rows to a full queue, so it waits for room; only a cancelled
+// import or a closed pipeline drops, and those are counted.
 func importSubmitter(ctx context.Context, env *recordEnv) (func(*formats.Exchange), func() int64) {
 	var dropped atomic.Int64
-	type waiter interface {
-		SubmitWait(context.Context, *formats.Exchange) error
-	}
-	w, canWait := any(env.pipe).(waiter)
 	return func(x *formats.Exchange) {
 			if !wanted(env, x) {
 				return
 			}
-			if canWait {
-				if w.SubmitWait(ctx, x) != nil {
-					dropped.Add(1)
-				}
-				return
-			}
-			if !env.pipe.Submit(x) {
+			if env.pipe.SubmitWait(ctx, x) != nil {
 				dropped.Add(1)
 			}
 		}, func() int64 {

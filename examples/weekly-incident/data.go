@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
+	"path/filepath"
 	"time"
 
-	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder/scrape"
 	"github.com/reelkit/reel/replayer/analysis"
 )
 
@@ -71,102 +71,82 @@ func each[T formats.Record](ctx context.Context, dir string, from, to time.Time,
 	}
 }
 
-// gauges samples the simulated server's engine state while traffic runs:
-// what a Prometheus scrape of vLLM's num_requests_waiting/running and
-// gpu_cache_usage_perc would show, per frame.
-//
-// Hook: once recorder/scrape exists, the sidecar records these from the
-// server's /metrics itself and this in-process sampler goes away; the
-// story then reads the scraped series from the dataset.
-type gauges struct {
-	c     *cluster.Cluster
-	frame time.Duration
-
-	mu     sync.Mutex // guards frames
-	frames map[int64]*gaugeFrame
+// scraping samples a server's /metrics into dir/_metrics (the layout reel
+// record --scrape and reel replay --scrape use) until stop.
+type scraping struct {
+	s *scrape.Scraper
+	w *formats.Writer[formats.Metric]
 }
 
-// gaugeFrame is the server's state over one frame.
-type gaugeFrame struct {
-	samples                int
-	maxWaiting             int
-	sumWaiting, sumRunning int
-	sumKVUsage             float64
-}
-
-func newGauges(c *cluster.Cluster, frame time.Duration) *gauges {
-	return &gauges{c: c, frame: frame, frames: map[int64]*gaugeFrame{}}
-}
-
-// run samples every interval until ctx ends.
-func (g *gauges) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			g.sample(now)
-		}
+func startScrape(ctx context.Context, dir, name, url string, every time.Duration) (*scraping, error) {
+	w, err := formats.NewWriter[formats.Metric](ctx, formats.WriterOptions{
+		Dir: filepath.Join(dir, formats.MetricsDir), Recorder: "scrape-" + name, Source: "scrape",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open metrics: %w", err)
 	}
-}
-
-func (g *gauges) sample(now time.Time) {
-	s := g.c.Stats()
-	start := analysis.FrameOf(now, time.Time{}, g.frame).UnixNano()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f := g.frames[start]
-	if f == nil {
-		f = &gaugeFrame{}
-		g.frames[start] = f
+	s, err := scrape.Start(ctx, w, scrape.Options{Targets: []string{url}, Every: every})
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start scraper: %w", err)
 	}
-	f.samples++
-	f.maxWaiting = max(f.maxWaiting, s.Waiting)
-	f.sumWaiting += s.Waiting
-	f.sumRunning += s.Running
-	f.sumKVUsage += s.KVUsage
+	return &scraping{s: s, w: w}, nil
 }
 
-// serverView summarises the gauges inside and outside [from, to).
+// stop ends the scrape and closes its files.
+func (sc *scraping) stop() (scrape.Stats, error) {
+	st := sc.s.Close()
+	if err := sc.w.Close(); err != nil {
+		return st, fmt.Errorf("close metrics: %w", err)
+	}
+	return st, nil
+}
+
+// serverView is a scraped series over the incident frames and the rest.
 type serverView struct {
-	InWaiting, OutWaiting float64 // mean requests waiting
-	InMaxWaiting          int
-	InRunning, OutRunning float64 // mean running batch
-	InKV, OutKV           float64 // mean KV-cache usage, 0..1
-	InFrames, OutFrames   int
+	Label, Name string
+	In, Out     float64 // mean of the per-frame means
+	InMax       float64
 }
 
-func (g *gauges) view(from, to time.Time) serverView {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var v serverView
-	var in, out struct {
-		n             int
-		wait, run, kv float64
+// serverViews summarises the scraped gauges inside and outside [from, to).
+func serverViews(sig *analysis.Signals, from, to time.Time) []serverView {
+	if sig == nil {
+		return nil
 	}
-	for start, f := range g.frames {
-		side := &out
-		if start >= from.UnixNano() && start < to.UnixNano() {
-			side = &in
-			v.InFrames++
-			v.InMaxWaiting = max(v.InMaxWaiting, f.maxWaiting)
-		} else {
-			v.OutFrames++
+	var out []serverView
+	for _, ss := range sig.Series {
+		if ss.Rate {
+			continue
 		}
-		side.n += f.samples
-		side.wait += float64(f.sumWaiting)
-		side.run += float64(f.sumRunning)
-		side.kv += f.sumKVUsage
+		v := serverView{Label: ss.Label, Name: ss.Name}
+		var in, rest []float64
+		for _, f := range ss.Frames {
+			if f.N == 0 {
+				continue
+			}
+			if !f.Start.Before(from) && f.Start.Before(to) {
+				in = append(in, f.Mean)
+				v.InMax = max(v.InMax, f.Max)
+			} else {
+				rest = append(rest, f.Mean)
+			}
+		}
+		v.In, v.Out = mean(in), mean(rest)
+		out = append(out, v)
 	}
-	if in.n > 0 {
-		v.InWaiting, v.InRunning, v.InKV = in.wait/float64(in.n), in.run/float64(in.n), in.kv/float64(in.n)
+	return out
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
 	}
-	if out.n > 0 {
-		v.OutWaiting, v.OutRunning, v.OutKV = out.wait/float64(out.n), out.run/float64(out.n), out.kv/float64(out.n)
+	var s float64
+	for _, x := range v {
+		s += x
 	}
-	return v
+	return s / float64(len(v))
 }
 
 // drainingTransport reads what is left of a response body before closing

@@ -26,8 +26,8 @@ type findings struct {
 	TTFTvsLong     float64 // Pearson r of per-frame short TTFT p99 with long-prompt share
 	TTFTvsBatch    float64 // … with mean batch size
 	RecordedFrames []analysis.Frame
-	gauges         *gauges
-	Server         *serverView // the simulator's gauges over the incident episode
+	Signals        *analysis.Signals // the server's scraped /metrics, per frame
+	Server         []serverView      // its gauges over the incident episode
 
 	ReplayFrom, ReplayTo      time.Time
 	BaselineLagP99, FixLagP99 time.Duration
@@ -233,6 +233,9 @@ func (s *story) judge(ctx context.Context) error {
 	f.LongDelta, _ = analysis.Compare(baseL, fixL, analysis.CompareOptions{Resamples: 100}).Metric("ttft.p99")
 
 	s.frameTable(recS, baseS, fixS, recAll)
+	if err := s.serverSide(ctx, baseAll, incFrom, incTo); err != nil {
+		return err
+	}
 	nb.say("")
 	nb.say("short prompts (< %d tokens), whole replayed window, baseline → fix:", cfg.LongPrompt)
 	for _, name := range []string{"ttft.p50", "ttft.p99", "tpot.p99", "e2e.p99"} {
@@ -256,6 +259,42 @@ func (s *story) judge(ctx context.Context) error {
 	nb.say("(--fail-on trips on a significant change past the threshold: pointed at a drop, exit 1 is the")
 	nb.say(" improvement showing. reel compare has no prompt-length filter yet, so by hand it judges all")
 	nb.say(" requests; this run filtered the rows to short prompts in process.)")
+	return nil
+}
+
+// serverSide prints the shadows' scraped gauges over the incident frames.
+func (s *story) serverSide(ctx context.Context, baseAll *analysis.Analyzer, from, to time.Time) error {
+	fixAll, err := loadResults(ctx, s.fixDir, s.analysisOptions(), s.f.ReplayFrom, s.f.ReplayTo, nil)
+	if err != nil {
+		return err
+	}
+	views := func(dir string, a *analysis.Analyzer) ([]serverView, error) {
+		sig, err := analysis.LoadSignals(ctx, []string{dir}, a.Summary(), analysis.SignalOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("server-side signals of %s: %w", dir, err)
+		}
+		return serverViews(sig, from, to), nil
+	}
+	base, err := views(s.baseDir, baseAll)
+	if err != nil {
+		return err
+	}
+	fix, err := views(s.fixDir, fixAll)
+	if err != nil {
+		return err
+	}
+	if len(base) == 0 || len(fix) == 0 {
+		return nil
+	}
+	s.nb.say("")
+	s.nb.say("server side in the incident frames (scraped /metrics, mean):  baseline → fix")
+	for _, b := range base {
+		for _, x := range fix {
+			if x.Name == b.Name {
+				s.nb.say("  %-20s %5s → %s", b.Label, num(b.In), num(x.In))
+			}
+		}
+	}
 	return nil
 }
 
@@ -307,6 +346,13 @@ func (s *story) conclude() {
 			f.TTFTvsLong, f.TTFTvsBatch)
 	} else {
 		nb.say("1. reel stats did NOT flag the burst window %s–%s", clock(f.IncidentStart), clock(f.IncidentEnd))
+	}
+	if len(f.Server) > 0 {
+		var parts []string
+		for _, v := range f.Server {
+			parts = append(parts, fmt.Sprintf("%s %s vs %s", v.Label, num(v.In), num(v.Out)))
+		}
+		nb.say("   server side (scraped /metrics, flagged frames vs the rest): %s", strings.Join(parts, "; "))
 	}
 	nb.say("2. the shadow reproduced it from the recording alone: TTFT p99 %s vs %s in production",
 		dur(f.Base.Incident), dur(f.Rec.Incident))

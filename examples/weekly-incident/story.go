@@ -147,20 +147,23 @@ func (s *story) record(ctx context.Context) error {
 		pipe.Close(context.Background())
 		return fmt.Errorf("sidecar listen: %w", err)
 	}
+	sc, err := startScrape(ctx, s.recDir, "sidecar-1", prod.URL+"/metrics", cfg.ScrapeEvery)
+	if err != nil {
+		ln.Close()
+		pipe.Close(context.Background())
+		return err
+	}
 	srv := proxy.NewServer(ln.Addr().String(), p)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	sidecar := "http://" + ln.Addr().String()
 	nb.say("reel record, sidecar mode, on %s → %s", sidecar, prod.URL)
 	nb.say("redacted on the way to disk (lengths, structure and prefix sharing kept); key in %s", keyFile)
-	nb.say("batch context from the server's x-batch-size and x-queue-depth headers")
+	nb.say("batch context from the server's x-batch-size and x-queue-depth headers; its /metrics scraped every %s", cfg.ScrapeEvery)
 	nb.cmd(fmt.Sprintf("reel record --listen 127.0.0.1:8081 --upstream http://127.0.0.1:8000 --out %s \\", s.recDir),
-		fmt.Sprintf("    --redact-key-file %s &", keyFile))
+		fmt.Sprintf("    --redact-key-file %s --scrape http://127.0.0.1:8000/metrics --scrape-every %s &", keyFile, cfg.ScrapeEvery))
 
 	nb.section("Production traffic, with the weekly long-prompt job")
-	g := newGauges(prod.Cluster, cfg.Frame)
-	gctx, gstop := context.WithCancel(ctx)
-	go g.run(gctx, 50*time.Millisecond)
 	var done, long atomic.Int64
 	topts := traffic.Options{
 		Target: sidecar, Speed: cfg.TimeScale, Rate: cfg.Rate, Duration: cfg.Record, Seed: cfg.Seed,
@@ -188,11 +191,13 @@ func (s *story) record(ctx context.Context) error {
 	stopProgress := s.progress(ctx, start, &done, &long)
 	sum, err := traffic.Run(ctx, topts)
 	stopProgress()
-	gstop()
+	scraped, serr := sc.stop()
 	if err != nil {
 		return fmt.Errorf("traffic: %w", err)
 	}
-	s.f.gauges = g
+	if serr != nil {
+		return serr
+	}
 	s.f.Sent, s.f.Failed = sum.Sent, sum.Failed
 	nb.say("sent %d requests in %s: %d ok, %d failed, %d long-prompt; the burst ran %s → %s",
 		sum.Sent, sum.Elapsed.Round(100*time.Millisecond), sum.OK, sum.Failed, sum.Long, clock(s.f.IncidentStart), clock(s.f.IncidentEnd))
@@ -219,6 +224,8 @@ func (s *story) record(ctx context.Context) error {
 	}
 	s.f.Recorded = ws.Records
 	nb.say("%d exchanges written to %d Parquet file(s) under %s", ws.Records, len(files), s.recDir)
+	nb.say("%d samples of the server's /metrics in %s (%d scrapes failed)", scraped.Written,
+		filepath.Join(s.recDir, formats.MetricsDir), scraped.Failed())
 	if n := warnings.Load(); n > 0 {
 		nb.say("%d exchanges were dropped by the fail-open pipeline (traffic was not affected)", n)
 	}
@@ -265,6 +272,11 @@ func (s *story) stats(ctx context.Context) (*analysis.Stats, error) {
 	}
 	st := a.Stats()
 	sum := st.Summary
+	sig, err := analysis.LoadSignals(ctx, []string{s.recDir}, sum, analysis.SignalOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("server-side signals: %w", err)
+	}
+	sum.Signals, s.f.Signals = sig, sig
 	htmlPath := filepath.Join(s.cfg.Dir, "stats.html")
 	if err := writeFile(filepath.Join(cfg.Dir, "stats.txt"), st.WriteText); err != nil {
 		return nil, err
@@ -376,19 +388,16 @@ func (s *story) chooseWindow(st *analysis.Stats) error {
 		f.ReplayFrom = maxTime(f.ReplayFrom, first)
 		f.ReplayTo = minTime(f.ReplayTo, sum.End)
 	}
-	if f.gauges != nil && ep != nil {
-		v := f.gauges.view(ep.Start, ep.End)
-		f.Server = &v
+	if f.Signals != nil {
 		nb.say("")
-		nb.say("server side (simulator gauges, sampled every 50 ms — what vLLM's /metrics shows):")
-		nb.say("  waiting queue mean %.1f (max %d) in those frames vs %.1f elsewhere; running batch %.0f vs %.0f;",
-			v.InWaiting, v.InMaxWaiting, v.OutWaiting, v.InRunning, v.OutRunning)
-		nb.say("  KV cache %.0f%% vs %.0f%% used — requests wait for the scheduler, not for memory",
-			100*v.InKV, 100*v.OutKV)
-		if v.InKV > 0.9 {
-			nb.say("  (KV cache nearly full: memory is part of it)")
+		nb.say("server side, from the scraped /metrics (reel stats prints it too):")
+		nb.say("  %s", f.Signals.Explanation)
+		if ep != nil {
+			f.Server = serverViews(f.Signals, ep.Start, ep.End)
+			for _, v := range f.Server {
+				nb.say("  %-20s mean %5s in the flagged frames (max %s) vs %s elsewhere", v.Label, num(v.In), num(v.InMax), num(v.Out))
+			}
 		}
-		nb.say("  (recorder/scrape, when it lands, records these from /metrics next to the traffic)")
 	}
 	return nil
 }
@@ -435,13 +444,22 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 	if err != nil {
 		return fmt.Errorf("open %s results: %w", name, err)
 	}
+	sc, err := startScrape(ctx, dir, name, shadow.URL+"/metrics", cfg.ScrapeEvery)
+	if err != nil {
+		sink.Close()
+		return err
+	}
 	first, last := plan.Span()
 	nb.say("simcluster%s on %s; %d exchanges %s → %s on the original clock",
 		flags, shadow.URL, plan.Exchanges(), clock(first), clock(last))
 	nb.cmd(fmt.Sprintf("go run ./examples/simcluster --listen 127.0.0.1:%d --time-scale %g%s &", port, cfg.TimeScale, flags))
 	nb.cmd(fmt.Sprintf("reel replay %s --target http://127.0.0.1:%d --out %s \\", s.recDir, port, dir),
-		fmt.Sprintf("    --from %s --to %s --frame %s --allow-recorded-host", rfc(f.ReplayFrom), rfc(f.ReplayTo), cfg.Frame))
+		fmt.Sprintf("    --from %s --to %s --frame %s --allow-recorded-host --scrape http://127.0.0.1:%d/metrics",
+			rfc(f.ReplayFrom), rfc(f.ReplayTo), cfg.Frame, port))
 	rep, err := plan.Run(ctx, sink, 1)
+	if _, serr := sc.stop(); err == nil && serr != nil {
+		err = serr
+	}
 	if cerr := sink.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s results: %w", name, cerr)
 	}
@@ -474,6 +492,19 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// num prints a gauge value compactly.
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 func maxTime(a, b time.Time) time.Time {

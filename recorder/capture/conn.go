@@ -81,7 +81,6 @@ type httpConn struct {
 	curReq    *pending   // the request being read, nil between requests
 	queue     []*pending // requests waiting for (the end of) their response, oldest first
 	curResp   *pending   // the exchange whose response is being read
-	dead      bool       // the connection stopped being HTTP/1.1
 }
 
 func newHTTPConn(e *Engine, id int64, client string) *httpConn {
@@ -347,7 +346,6 @@ func (c *httpConn) finish(p *pending, end time.Time, fallback string) {
 
 // stop marks the connection as no longer HTTP/1.1 (upgrade, CONNECT).
 func (c *httpConn) stop() {
-	c.dead = true
 	c.req.st = stDead
 	c.resp.st = stDead
 }

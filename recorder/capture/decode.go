@@ -37,7 +37,7 @@ const (
 	skipPort      = "port"         // TCP, but on none of the configured ports
 	skipTruncated = "snap_trunc"   // captured shorter than on the wire (counted, still used)
 	skipConnLimit = "conn_limit"   // the connection table was full
-	skipOutgoing  = "lo_outgoing"  // loopback duplicate (filtered in-kernel on live lo)
+	skipNoConn    = "no_conn"      // a bare ACK/FIN/RST of no tracked connection
 	skipUnknownIf = "unknown_intf" // pcapng packet naming an interface never described
 )
 

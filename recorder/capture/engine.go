@@ -36,7 +36,7 @@ type Options struct {
 	Ports []uint16
 	// Emit receives every exchange, raw (not yet enriched or redacted), in
 	// the order responses end. It is called from the goroutine that feeds
-	// packets and must not retain nothing but the exchange.
+	// packets; the exchange is Emit's to keep.
 	Emit func(*formats.Exchange)
 	// Assembler builds the exchanges (default recorder.NewAssembler with a
 	// zero Config); its Config.MaxBody caps kept bodies.
@@ -80,8 +80,9 @@ type Engine struct {
 	tcp   *reassembly.Assembler
 	stats *Stats
 
-	conns     int   // connections being tracked
-	nextConn  int64 // last connection id handed out
+	conns     int              // connections being tracked
+	live      map[connKey]bool // both orientations of every tracked connection
+	nextConn  int64            // last connection id handed out
 	lastFlush time.Time
 	now       time.Time // latest packet time
 	ackedGap  time.Time // when a receiver acknowledged bytes the capture lacks; zero if none pending
@@ -121,7 +122,8 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	e := &Engine{opts: opts, asm: opts.Assembler, ports: make(map[uint16]bool), stats: newStats()}
+	e := &Engine{opts: opts, asm: opts.Assembler, ports: make(map[uint16]bool), stats: newStats(),
+		live: make(map[connKey]bool)}
 	for _, p := range opts.Ports {
 		e.ports[p] = true
 	}
@@ -168,6 +170,13 @@ func (e *Engine) Packet(link LinkType, data []byte, ci gopacket.CaptureInfo) {
 		e.stats.skip(skipPort)
 		return
 	}
+	if len(tcp.Payload) == 0 && !tcp.SYN && !e.live[connKey{flow, tcp.TransportFlow()}] {
+		// A bare ACK, FIN or RST of a connection not tracked (the last ACK
+		// after both FINs, usually): reassembly would open a connection
+		// for it that only the idle timeout would close.
+		e.stats.skip(skipNoConn)
+		return
+	}
 	ts := ci.Timestamp
 	if ts.After(e.now) {
 		e.now = ts
@@ -206,6 +215,9 @@ func (e *Engine) Close() {
 	e.tcp.FlushAll()
 }
 
+// connKey is one orientation of a connection: its IP and TCP flows.
+type connKey struct{ net, tcp gopacket.Flow }
+
 // factory creates a stream per TCP connection.
 type factory struct{ e *Engine }
 
@@ -229,14 +241,17 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassem
 		client = net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(tcp.DstPort)))
 		c2s = reassembly.TCPDirServerToClient
 	}
-	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client)}
+	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client), key: connKey{netFlow, tcpFlow}}
 	s.http.seqs = s
+	e.live[s.key] = true
+	e.live[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = true
 	return s
 }
 
 // stream is the reassembly.Stream of one connection.
 type stream struct {
 	e       *Engine
+	key     connKey                     // the orientation of the packet that opened the connection
 	c2s     reassembly.TCPFlowDirection // reassembly's direction of client-to-server bytes
 	http    *httpConn
 	rst     bool
@@ -404,6 +419,8 @@ func (s *stream) ReassemblyComplete(_ reassembly.AssemblerContext) bool {
 	}
 	s.http.drain()
 	s.e.conns--
+	delete(s.e.live, s.key)
+	delete(s.e.live, connKey{s.key.net.Reverse(), s.key.tcp.Reverse()})
 	return true
 }
 

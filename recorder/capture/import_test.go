@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
@@ -490,5 +493,76 @@ func TestImportLossRealigns(t *testing.T) {
 	// response is recorded as no_request and its request as a gap.
 	if fmt.Sprint(complete) != "[/k0 /k5]" {
 		t.Errorf("complete rows %v, want [/k0 /k5]", complete)
+	}
+}
+
+// TestCollector: the engine's counters reach a Prometheus registry.
+func TestCollector(t *testing.T) {
+	c := capturetest.NewConn(client, server)
+	ps := cat(c.Handshake(t0),
+		c.Send(true, t0.Add(ms(1)), request("GET", "/a", "")),
+		c.Send(false, t0.Add(ms(2)), response(200, "a")),
+		c.Send(true, t0.Add(ms(3)), request("GET", "/b", "")),
+		c.Send(false, t0.Add(ms(4)), response(200, "b")),
+		c.Send(true, t0.Add(ms(30)), request("GET", "/never", ""))) // no response, no FIN
+	var got []*formats.Exchange
+	e, err := capture.NewEngine(capture.Options{Ports: []uint16{8000}, Emit: func(x *formats.Exchange) { got = append(got, x) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		data := capturetest.Frame(capturetest.Ethernet, p)
+		e.Packet(capture.LinkEthernet, data, gopacket.CaptureInfo{Timestamp: p.Time, CaptureLength: len(data), Length: len(data)})
+	}
+	e.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.Stats().Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			values[name] = m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{
+		"reel_capture_exchanges_total":                                3,
+		"reel_capture_incomplete_exchanges_total{reason=no_response}": 1,
+		"reel_capture_packets_total":                                  8,
+		"reel_capture_connections_total":                              1,
+		"reel_capture_kernel_drops_total":                             0,
+	} {
+		if got, ok := values[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d exchanges", len(got))
+	}
+}
+
+// TestImportMaxBody: bodies beyond the Assembler's MaxBody (4096 here) are
+// kept truncated and flagged; the sizes are the full lengths.
+func TestImportMaxBody(t *testing.T) {
+	c := capturetest.NewConn(client, server)
+	big := strings.Repeat("a", 10000)
+	got, _ := importPackets(t, capturetest.Ethernet, cat(c.Handshake(t0),
+		c.Send(true, t0.Add(ms(1)), request("POST", "/up", big)),
+		c.Send(false, t0.Add(ms(5)), response(200, strings.Repeat("b", 9000))),
+		c.Close(t0.Add(ms(6)))))
+	if len(got) != 1 {
+		t.Fatalf("%d exchanges", len(got))
+	}
+	x := got[0]
+	if len(x.ReqBody) != 4096 || !x.ReqBodyTrunc || x.ReqBodyBytes != 10000 || len(x.RespBody) != 4096 ||
+		x.RespBodyBytes != 9000 || !x.Complete {
+		t.Errorf("req %d/%d trunc %v, resp %d/%d, complete %v", len(x.ReqBody), x.ReqBodyBytes, x.ReqBodyTrunc,
+			len(x.RespBody), x.RespBodyBytes, x.Complete)
 	}
 }

@@ -53,8 +53,6 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 		h.Close()
 		return err
 	}
-	// Packets queued before the filter is attached are not filtered; the
-	// engine skips other ports itself and reassembly drops duplicates.
 	if err := h.SetBPF(filter); err != nil {
 		h.Close()
 		return fmt.Errorf("attach filter: %w", err)
@@ -63,6 +61,10 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 		h.Close()
 		return err
 	}
+	// What queued before the filter was attached is anything on the
+	// interface: drop it, and reset the kernel counters it touched.
+	drainUnfiltered(h)
+	_, _ = h.Stats()
 	if opts.Promiscuous {
 		if err := h.SetPromiscuous(true); err != nil {
 			h.Close()
@@ -187,17 +189,41 @@ func probeCapNetRaw() error {
 	return nil
 }
 
-// setRcvBuf sets the socket's receive buffer. pcapgo keeps the descriptor
-// private and offers no setter, so it is read with reflection (gopacket is
-// pinned at v1.1.19, whose EthernetHandle has an int field fd).
-// SO_RCVBUFFORCE (CAP_NET_ADMIN) may exceed net.core.rmem_max; without it,
-// SO_RCVBUF is capped there.
-func setRcvBuf(h *pcapgo.EthernetHandle, size int) error {
+// handleFD returns the handle's socket. pcapgo keeps the descriptor private
+// and offers no setter for the buffer, so it is read with reflection
+// (gopacket is pinned at v1.1.19, whose EthernetHandle has an int field fd);
+// -1 if the field is not there.
+func handleFD(h *pcapgo.EthernetHandle) int {
 	f := reflect.ValueOf(h).Elem().FieldByName("fd")
 	if !f.IsValid() || f.Kind() != reflect.Int {
+		return -1
+	}
+	return int(f.Int())
+}
+
+// drainUnfiltered reads, without blocking, the packets queued on the socket
+// before its filter was attached (bounded, in case traffic keeps coming).
+func drainUnfiltered(h *pcapgo.EthernetHandle) {
+	fd := handleFD(h)
+	if fd < 0 {
+		return
+	}
+	buf := make([]byte, 64)
+	for range 1 << 16 {
+		if _, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC); err != nil {
+			return
+		}
+	}
+}
+
+// setRcvBuf sets the socket's receive buffer. SO_RCVBUFFORCE
+// (CAP_NET_ADMIN) may exceed net.core.rmem_max; without it, SO_RCVBUF is
+// capped there.
+func setRcvBuf(h *pcapgo.EthernetHandle, size int) error {
+	fd := handleFD(h)
+	if fd < 0 {
 		return nil // another gopacket version: keep the kernel default
 	}
-	fd := int(f.Int())
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size); err == nil {
 		return nil
 	}

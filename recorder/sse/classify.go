@@ -28,8 +28,10 @@ var doneMarker = []byte("[DONE]")
 // (legacy completions) or tool-call function arguments, or when an
 // Anthropic-style delta has non-empty text or partial_json. Role-only
 // deltas, empty strings, finish-only chunks, comments, "[DONE]" and data
-// that is not JSON do not count. Classify does not retain data and does not
-// allocate for chunks without the keys it looks for.
+// that is not JSON do not count. Classify does not retain data. It reads
+// the common chunk shapes in one pass without allocating, and decodes with
+// encoding/json only what that pass is unsure of (escaped or oddly cased
+// keys, duplicates, unexpected types, invalid JSON).
 func Classify(data []byte) Chunk {
 	data = bytes.TrimSpace(data)
 	if bytes.Equal(data, doneMarker) {
@@ -38,6 +40,15 @@ func Classify(data []byte) Chunk {
 	if len(data) == 0 || data[0] != '{' || !mayMatter(data) {
 		return Chunk{}
 	}
+	if c, ok := fastClassify(data); ok {
+		return c
+	}
+	return classifyJSON(data)
+}
+
+// classifyJSON is Classify's decoding path, the reference fastClassify is
+// checked against (FuzzClassify).
+func classifyJSON(data []byte) Chunk {
 	var c chunkJSON
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Chunk{}

@@ -103,8 +103,78 @@ func TestClassify(t *testing.T) {
 			if got := Classify([]byte(tt.data)); got != tt.want {
 				t.Fatalf("Classify(%s) = %+v, want %+v", tt.data, got, tt.want)
 			}
+			if got := classifyJSON([]byte(tt.data)); !tt.want.Done && got != tt.want {
+				t.Fatalf("classifyJSON(%s) = %+v, want %+v", tt.data, got, tt.want)
+			}
 		})
 	}
+}
+
+// TestFastClassify checks that the one-pass path answers the common chunk
+// shapes itself (so they cost no allocation) and leaves the odd ones to
+// encoding/json, with the same answer either way.
+func TestFastClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		fast bool // fastClassify is expected to answer
+	}{
+		{"openai content", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}`, true},
+		{"openai role", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`, true},
+		{"openai usage", `{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46,"prompt_tokens_details":{"cached_tokens":0}}}`, true},
+		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`, true},
+		{"anthropic delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, true},
+		{"anthropic start", `{"type":"message_start","message":{"id":"m","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`, true},
+		{"multipart content", `{"choices":[{"delta":{"content":[{"type":"text","text":"a"}]}}]}`, true},
+		{"escapes in values", `{"choices":[{"delta":{"content":"\u00e9\n\"q\""}}]}`, true},
+		{"escaped key", `{"choices":[{"delta":{"con\u0074ent":"a"}}]}`, false},
+		{"other case key", `{"Choices":[{"delta":{"content":"a"}}]}`, false},
+		{"duplicate key", `{"choices":[{"delta":{"content":"","content":"a"}}]}`, false},
+		{"float usage", `{"usage":{"prompt_tokens":1.0}}`, false},
+		{"string usage", `{"usage":{"prompt_tokens":"1"}}`, false},
+		{"choices not array", `{"choices":{"delta":{"content":"a"}}}`, false},
+		{"broken", `{"choices":[{"delta":{"content":"a`, false},
+		{"trailing data", `{"usage":null} x`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := fastClassify([]byte(tt.data))
+			if ok != tt.fast {
+				t.Fatalf("fastClassify answered %v, want %v", ok, tt.fast)
+			}
+			if want := classifyJSON([]byte(tt.data)); ok && got != want {
+				t.Fatalf("fast %+v != json %+v", got, want)
+			}
+		})
+	}
+	data := []byte(`{"id":"c1","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}`)
+	if n := testing.AllocsPerRun(100, func() { Classify(data) }); n != 0 {
+		t.Fatalf("Classify of a content chunk allocates %v times", n)
+	}
+}
+
+// FuzzClassify checks the one-pass path against encoding/json: whenever it
+// answers, the answer is the decoder's.
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"index":0,"delta":{"content":"Hi"}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34}}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{"}}]}}]}`,
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"delta":{"partial_json":"[1"},"usage":null,"message":null}`,
+		`{"choices":[{"text":" x","delta":null}],"x":[1,-2.5e3,true,false,null,{"a":"\u00e9"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := fastClassify(data)
+		if !ok {
+			return
+		}
+		if want := classifyJSON(data); got != want {
+			t.Fatalf("fastClassify(%q) = %+v, encoding/json says %+v", data, got, want)
+		}
+	})
 }
 
 func TestTimeline(t *testing.T) {

@@ -1,0 +1,175 @@
+package formats_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/reelkit/reel/formats"
+)
+
+// Benchmarks for docs/performance.md ("Formats"):
+//
+//	go test ./formats -run '^$' -bench 'Formats|Read' -benchtime 3x -count 3
+//
+// One iteration of BenchmarkFormats writes the whole corpus (16384 redacted
+// exchanges, corpus_test.go) through a fresh writer with its spool, through
+// one without, and compresses the writer's own uncompressed pages (captured
+// once, before timing) with the same zstd codec and level: the zstd-alone
+// floor, on the same bytes, timed in the same iteration so both see the
+// same machine load. The three are timed in rotating order. Metrics:
+//
+//	writer/zstd       zstd-alone time ÷ writer time (spool on); target ≥ 0.70
+//	nospool/zstd      the same without the spool
+//	rec/s             writer records/s (spool on, one goroutine)
+//	zstd-rec/s        zstd alone, the same records' pages, records/s
+//	disk-B/rec        Parquet bytes on disk per record
+//	gzip-B/rec        GoReplay file output of the same exchanges, gzip -6, per record
+//	disk/gzip         target ≤ 0.333
+//
+// Ratios are per iteration; the reported one is their median.
+func BenchmarkFormats(b *testing.B) {
+	for _, spec := range corpora {
+		b.Run(spec.name, func(b *testing.B) { benchFormats(b, spec) })
+	}
+}
+
+func benchFormats(b *testing.B, spec corpusSpec) {
+	recs := corpus(b, spec)
+	raw := goReplay(recs)
+	gz := gzipSize(raw)
+
+	// Capture pass: the pages the writer compresses, and its size on disk.
+	var pages [][]byte
+	var pageBytes int64
+	dir := b.TempDir()
+	disk := writeAll(b, recs, formats.WithPageTap(formats.WriterOptions{Dir: dir, Recorder: "bench", NoSpool: true},
+		func(p []byte) { pages = append(pages, p); pageBytes += int64(len(p)) }))
+	codec := &zstd.Codec{Level: zstd.SpeedFastest}
+
+	var ratios, nsRatios []float64
+	var tWriter, tZstd time.Duration
+	b.SetBytes(int64(len(raw) / len(recs)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var tw, tn, tz time.Duration
+		for k := range 3 {
+			switch (i + k) % 3 {
+			case 0:
+				start := time.Now()
+				writeAll(b, recs, formats.WriterOptions{Dir: b.TempDir(), Recorder: "bench"})
+				tw = time.Since(start)
+			case 1:
+				start := time.Now()
+				writeAll(b, recs, formats.WriterOptions{Dir: b.TempDir(), Recorder: "bench", NoSpool: true})
+				tn = time.Since(start)
+			case 2:
+				start := time.Now()
+				var dst []byte
+				for _, p := range pages {
+					dst, _ = codec.Encode(dst[:0], p)
+				}
+				tz = time.Since(start)
+			}
+		}
+		tWriter += tw
+		tZstd += tz
+		ratios = append(ratios, tz.Seconds()/tw.Seconds())
+		nsRatios = append(nsRatios, tz.Seconds()/tn.Seconds())
+	}
+	b.StopTimer()
+	n := float64(len(recs))
+	b.ReportMetric(median(ratios), "writer/zstd")
+	b.ReportMetric(median(nsRatios), "nospool/zstd")
+	b.ReportMetric(n*float64(b.N)/tWriter.Seconds(), "rec/s")
+	b.ReportMetric(n*float64(b.N)/tZstd.Seconds(), "zstd-rec/s")
+	b.ReportMetric(float64(pageBytes)/n, "page-B/rec")
+	b.ReportMetric(float64(len(raw))/n, "raw-B/rec")
+	b.ReportMetric(float64(disk)/n, "disk-B/rec")
+	b.ReportMetric(float64(gz)/n, "gzip-B/rec")
+	b.ReportMetric(float64(disk)/float64(gz), "disk/gzip")
+}
+
+// writeAll writes recs through a new writer and returns the bytes on disk.
+func writeAll(b *testing.B, recs []formats.Exchange, opts formats.WriterOptions) int64 {
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range recs {
+		x := recs[i] // the writer keeps x's slices: they are shared, never modified
+		if err := w.Write(&x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	n := w.Stats().BytesWritten
+	os.RemoveAll(opts.Dir) // keep the temp disk small across iterations
+	return n
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkRead: records/s through the time-ordered reader, on the chat
+// corpus written four times over (four hours of files).
+func BenchmarkRead(b *testing.B) {
+	recs := corpus(b, corpora[0])
+	dir := b.TempDir()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, NoSpool: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for round := range 4 {
+		for i := range recs {
+			x := recs[i]
+			x.TsUnixNs += int64(round) * int64(time.Hour)
+			x.Ts = x.Ts.Add(time.Duration(round) * time.Hour)
+			if err := w.Write(&x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	var r *formats.Reader[formats.Exchange]
+	for n < b.N {
+		if r == nil {
+			if r, err = formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := r.Next(); err == io.EOF {
+			r.Close()
+			r = nil
+			continue
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if r != nil {
+		r.Close()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}

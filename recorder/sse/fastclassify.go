@@ -1,0 +1,457 @@
+package sse
+
+import "bytes"
+
+// fastClassify classifies the common shapes of streaming chunks with one
+// pass over the bytes and no allocation. It answers only when it is sure the
+// answer equals classifyJSON's: ok is false for anything unusual (a syntax
+// error, a relevant key spelled with escapes, other case or non-ASCII bytes,
+// a relevant key seen twice, a relevant value of an unexpected type, numbers
+// that are not plain int64 integers, nesting deeper than maxDepth), and the
+// caller then decodes with encoding/json.
+func fastClassify(data []byte) (c Chunk, ok bool) {
+	w := walker{b: data}
+	var (
+		usage, msgUsage usageVal
+		seen            uint16
+	)
+	ok = w.object(func(k int) bool {
+		switch k {
+		case keyChoices:
+			return w.array(func() bool { return w.choice(&c) })
+		case keyDelta:
+			return w.delta(&c)
+		case keyUsage:
+			return w.usage(&usage)
+		case keyMessage:
+			return w.objectOrNull(func(k int) bool {
+				if k != keyUsage {
+					return w.skipValue()
+				}
+				return w.usage(&msgUsage)
+			}, &seen)
+		}
+		return w.skipValue()
+	}, &seen)
+	if !ok {
+		return Chunk{}, false
+	}
+	w.ws()
+	if w.i != len(w.b) {
+		return Chunk{}, false // trailing data
+	}
+	u := usage
+	if !u.set {
+		u = msgUsage
+	}
+	if u.set {
+		c.HasUsage = true
+		c.Usage = Usage{PromptTokens: u.prompt + u.input, CompletionTokens: u.completion + u.output}
+	}
+	return c, true
+}
+
+// Relevant keys, as indexes into keyNames.
+const (
+	keyOther = iota - 1
+	keyChoices
+	keyDelta
+	keyUsage
+	keyMessage
+	keyText
+	keyContent
+	keyReasoningContent
+	keyReasoning
+	keyPartialJSON
+	keyToolCalls
+	keyFunction
+	keyArguments
+	keyPromptTokens
+	keyCompletionTokens
+	keyInputTokens
+	keyOutputTokens
+)
+
+var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "content",
+	"reasoning_content", "reasoning", "partial_json", "tool_calls", "function", "arguments",
+	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"}
+
+// maxDepth bounds the nesting the fast path follows.
+const maxDepth = 64
+
+type walker struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+type usageVal struct {
+	set                               bool
+	prompt, completion, input, output int64
+}
+
+func (w *walker) choice(c *Chunk) bool {
+	var seen uint16
+	return w.objectOrNull(func(k int) bool {
+		switch k {
+		case keyDelta:
+			return w.delta(c)
+		case keyText:
+			return w.nonEmpty(&c.Tokens)
+		}
+		return w.skipValue()
+	}, &seen)
+}
+
+func (w *walker) delta(c *Chunk) bool {
+	var seen uint16
+	return w.objectOrNull(func(k int) bool {
+		switch k {
+		case keyContent, keyReasoningContent, keyReasoning, keyText, keyPartialJSON:
+			return w.nonEmpty(&c.Tokens)
+		case keyToolCalls:
+			return w.array(func() bool {
+				var seen uint16
+				return w.objectOrNull(func(k int) bool {
+					if k != keyFunction {
+						return w.skipValue()
+					}
+					var seen uint16
+					return w.objectOrNull(func(k int) bool {
+						if k != keyArguments {
+							return w.skipValue()
+						}
+						return w.nonEmpty(&c.Tokens)
+					}, &seen)
+				}, &seen)
+			})
+		}
+		return w.skipValue()
+	}, &seen)
+}
+
+func (w *walker) usage(u *usageVal) bool {
+	w.ws()
+	if w.literal("null") {
+		return true
+	}
+	u.set = true
+	var seen uint16
+	return w.object(func(k int) bool {
+		switch k {
+		case keyPromptTokens:
+			return w.int(&u.prompt)
+		case keyCompletionTokens:
+			return w.int(&u.completion)
+		case keyInputTokens:
+			return w.int(&u.input)
+		case keyOutputTokens:
+			return w.int(&u.output)
+		}
+		return w.skipValue()
+	}, &seen)
+}
+
+// nonEmpty skips a value and sets *tokens when it is a non-empty string or
+// array, as the nonEmpty decoder does.
+func (w *walker) nonEmpty(tokens *bool) bool {
+	w.ws()
+	start := w.i
+	if !w.skipValue() {
+		return false
+	}
+	v := w.b[start:w.i]
+	if len(v) > 2 && (v[0] == '"' || v[0] == '[') {
+		*tokens = true
+	}
+	return true
+}
+
+// int reads a plain integer (or null) that fits in an int64.
+func (w *walker) int(dst *int64) bool {
+	w.ws()
+	if w.literal("null") {
+		return true
+	}
+	neg := false
+	if w.i < len(w.b) && w.b[w.i] == '-' {
+		neg = true
+		w.i++
+	}
+	start := w.i
+	var n uint64
+	for w.i < len(w.b) && w.b[w.i] >= '0' && w.b[w.i] <= '9' {
+		if w.i-start >= 18 {
+			return false // may not fit: let encoding/json decide
+		}
+		n = n*10 + uint64(w.b[w.i]-'0')
+		w.i++
+	}
+	digits := w.i - start
+	if digits == 0 || (digits > 1 && w.b[start] == '0') {
+		return false
+	}
+	if w.i < len(w.b) {
+		switch w.b[w.i] {
+		case '.', 'e', 'E':
+			return false
+		}
+	}
+	*dst = int64(n)
+	if neg {
+		*dst = -*dst
+	}
+	return true
+}
+
+// object walks an object, calling field with the index of each key (keyOther
+// for irrelevant ones) positioned before its value; field must consume it.
+// seen guards against duplicate relevant keys (one bit per key index).
+func (w *walker) object(field func(k int) bool, seen *uint16) bool {
+	w.ws()
+	if w.i >= len(w.b) || w.b[w.i] != '{' {
+		return false
+	}
+	if w.depth++; w.depth > maxDepth {
+		return false
+	}
+	w.i++
+	w.ws()
+	if w.i < len(w.b) && w.b[w.i] == '}' {
+		w.i++
+		w.depth--
+		return true
+	}
+	for {
+		w.ws()
+		key, ok := w.key()
+		if !ok {
+			return false
+		}
+		w.ws()
+		if w.i >= len(w.b) || w.b[w.i] != ':' {
+			return false
+		}
+		w.i++
+		k := keyOther
+		for i, name := range keyNames {
+			if len(name) == len(key) && bytes.EqualFold(key, []byte(name)) {
+				if string(key) != name {
+					return false // encoding/json matches keys case-insensitively
+				}
+				k = i
+				break
+			}
+		}
+		if k != keyOther {
+			bit := uint16(1) << k
+			if *seen&bit != 0 {
+				return false
+			}
+			*seen |= bit
+		}
+		if !field(k) {
+			return false
+		}
+		w.ws()
+		if w.i >= len(w.b) {
+			return false
+		}
+		switch w.b[w.i] {
+		case ',':
+			w.i++
+		case '}':
+			w.i++
+			w.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (w *walker) objectOrNull(field func(k int) bool, seen *uint16) bool {
+	w.ws()
+	if w.literal("null") {
+		return true
+	}
+	return w.object(field, seen)
+}
+
+// array walks an array (or null) of elements, each consumed by elem.
+func (w *walker) array(elem func() bool) bool {
+	w.ws()
+	if w.literal("null") {
+		return true
+	}
+	if w.i >= len(w.b) || w.b[w.i] != '[' {
+		return false
+	}
+	if w.depth++; w.depth > maxDepth {
+		return false
+	}
+	w.i++
+	w.ws()
+	if w.i < len(w.b) && w.b[w.i] == ']' {
+		w.i++
+		w.depth--
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		w.ws()
+		if w.i >= len(w.b) {
+			return false
+		}
+		switch w.b[w.i] {
+		case ',':
+			w.i++
+		case ']':
+			w.i++
+			w.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// key reads an object key; keys with escapes or non-ASCII bytes are left to
+// encoding/json.
+func (w *walker) key() ([]byte, bool) {
+	if w.i >= len(w.b) || w.b[w.i] != '"' {
+		return nil, false
+	}
+	start := w.i + 1
+	for j := start; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return w.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (w *walker) ws() {
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+func (w *walker) literal(s string) bool {
+	if len(w.b)-w.i >= len(s) && string(w.b[w.i:w.i+len(s)]) == s {
+		w.i += len(s)
+		return true
+	}
+	return false
+}
+
+// skipValue skips one JSON value, checking its syntax.
+func (w *walker) skipValue() bool {
+	w.ws()
+	if w.i >= len(w.b) {
+		return false
+	}
+	switch c := w.b[w.i]; {
+	case c == '"':
+		return w.skipString()
+	case c == '{':
+		var seen uint16
+		return w.object(func(int) bool { return w.skipValue() }, &seen)
+	case c == '[':
+		return w.array(w.skipValue)
+	case c == 't':
+		return w.literal("true")
+	case c == 'f':
+		return w.literal("false")
+	case c == 'n':
+		return w.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return w.skipNumber()
+	}
+	return false
+}
+
+func (w *walker) skipString() bool {
+	for j := w.i + 1; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			if j >= len(w.b) {
+				return false
+			}
+			switch w.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(w.b) {
+					return false
+				}
+				for _, h := range w.b[j+1 : j+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// skipNumber checks the JSON number grammar.
+func (w *walker) skipNumber() bool {
+	b, i := w.b, w.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		s := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - s
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	w.i = i
+	return true
+}
