@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,16 +108,12 @@ func (fw *fileWriter[T]) flushRowGroup() error {
 	if len(fw.buf) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(fw.buf, func(a, b T) int {
-		ka, kb := timeKey(&a), timeKey(&b)
-		switch {
-		case ka < kb:
-			return -1
-		case ka > kb:
-			return 1
-		}
-		return 0
-	})
+	// Records mostly arrive in time order: check before sorting, which
+	// would move every (large) row struct through comparisons and merges.
+	byTime := func(a, b T) int { return cmp.Compare(timeKey(&a), timeKey(&b)) }
+	if !slices.IsSortedFunc(fw.buf, byTime) {
+		slices.SortStableFunc(fw.buf, byTime)
+	}
 	if _, err := fw.pw.Write(fw.buf); err != nil {
 		return fmt.Errorf("write rows: %w", err)
 	}

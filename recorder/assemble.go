@@ -359,10 +359,29 @@ func headerMap(h http.Header) map[string]string {
 		if len(vs) > 1 {
 			v = strings.Join(vs, ", ")
 		}
-		m[strings.ToLower(k)] = v
+		lk, ok := lowerNames[k]
+		if !ok {
+			lk = strings.ToLower(k)
+		}
+		m[lk] = v
 	}
 	return m
 }
+
+// lowerNames holds the lower-case spelling of common header names, so that
+// recording them does not allocate.
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Cache-Control", "Content-Encoding",
+		"Content-Length", "Content-Type", "Date", "Host", "Origin", "Referer", "Server", "User-Agent", "Vary",
+		"X-Batch-Size", "X-Queue-Depth", "X-Request-Id", "X-Session-Id", "X-Forwarded-For", "X-Forwarded-Host",
+		"X-Forwarded-Proto", "Forwarded", "Openai-Organization", "Openai-Processing-Ms", "Openai-Version",
+		"X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-Os", "X-Stainless-Arch",
+		"X-Stainless-Runtime", "X-Stainless-Runtime-Version", "Anthropic-Version", "Request-Id"} {
+		m[k] = strings.ToLower(k)
+	}
+	return m
+}()
 
 // appendCapped appends p to dst keeping at most limit bytes; the flag
 // reports whether anything was cut.
@@ -377,14 +396,27 @@ func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
 	return append(dst, p...), trunc
 }
 
+// streamPresize is the initial capture buffer of an event stream of
+// unknown length.
+const streamPresize = 8 << 10
+
 // presize gives an empty body buffer the capacity the Content-Length in h
-// announces, up to limit, so that capturing it does not grow and copy it.
+// announces, up to limit, so that capturing it does not grow and copy it;
+// event streams without one start at streamPresize.
 func presize(b []byte, h http.Header, limit int64) []byte {
 	if len(b) > 0 || cap(b) > 0 || limit <= 0 {
 		return b
 	}
-	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-	if err != nil || n <= 0 {
+	n := int64(-1)
+	if v := h.Get("Content-Length"); v != "" {
+		if c, err := strconv.ParseInt(v, 10, 64); err == nil {
+			n = c
+		}
+	}
+	if n < 0 && isEventStream(h.Get("Content-Type")) {
+		n = streamPresize
+	}
+	if n <= 0 {
 		return b
 	}
 	return make([]byte, 0, min(n, limit))

@@ -73,10 +73,11 @@ func main() {
 	conc := flag.Int("concurrency", 32, "closed-loop workers for the trivial-upstream saturation phases")
 	var uo upstreamOpts
 	flag.IntVar(&uo.slots, "slots", 64, "realistic upstream: requests served at once")
-	flag.DurationVar(&uo.service, "service", 20*time.Millisecond, "realistic upstream: /infer service time per request")
+	flag.DurationVar(&uo.service, "service", 50*time.Millisecond, "realistic upstream: /infer service time per request")
 	flag.IntVar(&uo.tokens, "tokens", 16, "realistic upstream: token chunks per /gen stream")
-	flag.DurationVar(&uo.gap, "gap", 2*time.Millisecond, "realistic upstream: gap between /gen token chunks")
+	flag.DurationVar(&uo.gap, "gap", 10*time.Millisecond, "realistic upstream: gap between /gen token chunks")
 	phases := flag.String("phases", "latency,capacity,cpu,memory", "phases to run, comma-separated")
+	kinds := flag.String("kinds", "json,sse,sse-gen", "latency phase: request kinds, comma-separated")
 	rowGroup := flag.Int64("row-group-bytes", 8<<20, "proxy mode: writer row-group bound, as reel record sets it")
 	memLimit := flag.Int64("memory-limit", 100<<20, "proxy: Go soft memory limit, as reel record sets it (0: none)")
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
@@ -91,7 +92,7 @@ func main() {
 		serveProxy(*upstream, *out, *record, *rowGroup)
 	default:
 		bench(benchOpts{d: *dur, reps: *reps, rate: *rate, conc: *conc, up: uo, record: *record,
-			phases: *phases, rowGroup: *rowGroup, memLimit: *memLimit})
+			phases: *phases, kinds: *kinds, rowGroup: *rowGroup, memLimit: *memLimit})
 	}
 }
 
@@ -99,7 +100,7 @@ func main() {
 // ?size=N bytes), /sse streams 16 chat chunks flushed back to back — and
 // realistic ones with bounded capacity: /infer holds one of uo.slots for
 // uo.service then answers JSON; /gen holds a slot while it streams uo.tokens
-// chunks uo.gap apart, as an inference server's decode steps would.
+// chunks uo.gap (or ?gap=) apart, as an inference server's decode steps would.
 func serveUpstream(uo upstreamOpts) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,7 +115,10 @@ func serveUpstream(uo upstreamOpts) {
 		switch r.URL.Path {
 		case "/sse", "/gen":
 			gen := r.URL.Path == "/gen"
-			n := 16
+			n, gap := 16, uo.gap
+			if g, err := time.ParseDuration(r.URL.Query().Get("gap")); err == nil {
+				gap = g
+			}
 			if gen {
 				slots <- struct{}{}
 				defer func() { <-slots }()
@@ -125,7 +129,7 @@ func serveUpstream(uo upstreamOpts) {
 			f := w.(http.Flusher)
 			for i := range n {
 				if gen && i > 0 {
-					time.Sleep(uo.gap)
+					time.Sleep(gap)
 				}
 				w.Write(chunk)
 				f.Flush()
@@ -374,7 +378,7 @@ type benchOpts struct {
 	reps, rate, conc   int
 	up                 upstreamOpts
 	record             bool
-	phases             string
+	phases, kinds      string
 	rowGroup, memLimit int64
 }
 
@@ -407,7 +411,6 @@ func bench(o benchOpts) {
 		"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
 	defer px.stop()
 	bases := [2]string{"http://" + up.addrs[0], "http://" + px.addrs[0]}
-	names := [2]string{"direct", "proxy"}
 	small := []byte(`{"user":1234,"items":[1,2,3,4,5,6,7,8]}`)
 	chat := jsonBody(600)
 	has := func(p string) bool { return slices.Contains(strings.Split(o.phases, ","), p) }
@@ -415,9 +418,14 @@ func bench(o benchOpts) {
 
 	if has("latency") {
 		fmt.Printf("\n# added latency at %d req/s (open loop, from due time to last byte), %v per phase,\n", o.rate, o.d)
-		fmt.Printf("# %d repetitions, direct and proxy interleaved (order alternates); times in ms\n", o.reps)
+		fmt.Printf("# %d repetitions, direct and proxy interleaved (order alternates); times in ms.\n", o.reps)
+		fmt.Printf("# json: 40 B answered with 50 B; sse: 600 B chat answered with 16 chunks back to back + usage + [DONE];\n")
+		fmt.Printf("# sse-gen: the same stream from the slot-bounded upstream, chunks 2 ms apart\n")
 		fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %6s\n", "kind", "rep", "dir p50", "prx p50", "add p50", "dir p99", "prx p99", "add p99", "errors")
-		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}, {"sse-gen", "/gen", chat}} {
+		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}, {"sse-gen", "/gen?gap=2ms", chat}} {
+			if !slices.Contains(strings.Split(o.kinds, ","), k.name) {
+				continue
+			}
 			var add50, add99, d50, p50, d99, p99 []time.Duration
 			for rep := range o.reps {
 				var res [2]*result
@@ -445,22 +453,23 @@ func bench(o benchOpts) {
 		fmt.Printf("\n# (a) realistic upstream: %d slots; /infer holds a slot %v; /gen streams %d tokens %v apart.\n", o.up.slots, o.up.service, o.up.tokens, o.up.gap)
 		fmt.Printf("# %d closed-loop workers (more than the slots: requests queue at the upstream), %v per phase, %d interleaved reps\n", workers, o.d, o.reps)
 		for _, k := range []kind{{"infer", "/infer", small}, {"gen", "/gen", chat}} {
-			saturationRatio(k, bases, names, workers, o.d, o.reps, up, px)
+			saturationRatio(k, bases, workers, o.d, o.reps, up, px)
 		}
 	}
 	if has("cpu") {
 		fmt.Printf("\n# (b) trivial upstream, CPU-bound: %d closed-loop workers, %v per phase, %d interleaved reps.\n", o.conc, o.d, o.reps)
 		fmt.Printf("# Load generator, upstream and proxy share the cores: the ratio is the proxy's CPU cost\n# relative to a server that does nothing, not its effect on an inference gateway.\n")
 		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}} {
-			saturationRatio(k, bases, names, o.conc, o.d, o.reps, up, px)
+			saturationRatio(k, bases, o.conc, o.d, o.reps, up, px)
 		}
 	}
 	if has("memory") {
 		fmt.Printf("\n# memory: 2000 req/s, 16 KiB request and response bodies, %v, Go soft memory limit %d MiB\n", o.d, o.memLimit>>20)
 		big := jsonBody(16 << 10)
 		res := fixedRate(bases[1]+"/json?size=16384", big, 2000, o.d)
-		fmt.Printf("proxy p50 %v p99 %v errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f\n",
-			res.q(0.5), res.q(0.99), res.errors, float64(vmHWM(px.cmd.Process.Pid))/1024,
+		fmt.Printf("achieved %.0f req/s, p50 %v p99 %v, errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f (whole run)\n",
+			float64(res.n)/res.secs, res.q(0.5).Round(time.Microsecond), res.q(0.99).Round(time.Microsecond), res.errors,
+			float64(vmHWM(px.cmd.Process.Pid))/1024,
 			metricSum(px.addrs[1], "reel_recorder_exchanges_total"), metricSum(px.addrs[1], "reel_recorder_dropped_total"))
 	}
 }
@@ -468,7 +477,7 @@ func bench(o benchOpts) {
 // saturationRatio runs closed-loop phases against direct and proxy,
 // interleaved, and prints throughput, the ratio, and CPU time per request
 // of the upstream (direct phase) and the proxy (proxy phase).
-func saturationRatio(k kind, bases, names [2]string, workers int, d time.Duration, reps int, up, px *child) {
+func saturationRatio(k kind, bases [2]string, workers int, d time.Duration, reps int, up, px *child) {
 	var ratios []float64
 	for rep := range reps {
 		var r [2]float64

@@ -20,7 +20,7 @@ import (
 )
 
 // writeYesterday records a quiet hour (10:00, 40 exchanges) and a peak hour
-// (14:00, 400 exchanges, 5 ms apart) of yesterday, UTC; exchange i carries
+// (14:00, 200 exchanges, 10 ms apart) of yesterday, UTC; exchange i carries
 // "req-i" in its prompt.
 func writeYesterday(t *testing.T, dir string) string {
 	t.Helper()
@@ -35,13 +35,13 @@ func writeYesterday(t *testing.T, dir string) string {
 	for _, h := range []struct {
 		hour time.Duration
 		n    int
-	}{{10 * time.Hour, 40}, {14 * time.Hour, 400}} {
+	}{{10 * time.Hour, 40}, {14 * time.Hour, 200}} {
 		for k := range h.n {
 			id++
 			for j := range pad {
 				pad[j] = byte(rng.Uint32())
 			}
-			ts := day.Add(h.hour + time.Duration(k)*5*time.Millisecond)
+			ts := day.Add(h.hour + time.Duration(k)*10*time.Millisecond)
 			x := formats.Exchange{Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "gw-1", Seq: int64(id), ConnID: int64(id%16 + 1),
 				Method: "POST", Host: "gateway.prod.example", Path: "/v1/completions", ReqContentType: "application/json",
 				ReqBody: fmt.Appendf(nil, `{"model":"m","prompt":"req-%d %s","max_tokens":8}`, id, hex.EncodeToString(pad)),
@@ -76,9 +76,10 @@ func shadow(t *testing.T, slow int) string {
 // TestNightlyRegression runs the CronJob's two steps as written in
 // nightly-regression.yaml (its /bin/sh scripts, env and the reel built from
 // this tree), on volumes and a shadow stood in for by temp directories and
-// a loopback server: without a baseline the Job fails; against a baseline
-// of the same build it passes; against a 3× slower candidate it fails on
-// the regression.
+// a loopback server: without a baseline the Job fails; a candidate twice as
+// fast as the baseline passes; one three times as slow fails on the
+// regression. (Latency is wall-clock time on a shared machine: the passing
+// candidate is faster, not equal, so noise cannot trip a rule.)
 func TestNightlyRegression(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 2 s of traffic three times")
@@ -149,25 +150,24 @@ func TestNightlyRegression(t *testing.T) {
 		if want := "replaying " + day + "T14:00:00Z .. " + day + "T15:00:00Z"; !strings.Contains(out, want) {
 			t.Fatalf("replay step of %s did not pick yesterday's peak hour (%q):\n%s", job, want, out)
 		}
-		if !strings.Contains(out, "sent 400") {
-			t.Fatalf("replay step of %s did not send the peak hour's 400 requests:\n%s", job, out)
+		if !strings.Contains(out, "sent 200") {
+			t.Fatalf("replay step of %s did not send the peak hour's 200 requests:\n%s", job, out)
 		}
 		return step(compareStep, job, target)
 	}
 
-	fast := shadow(t, 1)
-	out, code := night("reel-nightly-1", fast)
+	out, code := night("reel-nightly-1", shadow(t, 2))
 	if code == 0 || !strings.Contains(out, "no baseline") {
 		t.Fatalf("without a baseline the compare step exited %d:\n%s", code, out)
 	}
 	if err := os.Rename(filepath.Join(results, "nightly", "reel-nightly-1"), filepath.Join(results, "baseline")); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := night("reel-nightly-2", fast); code != 0 {
-		t.Errorf("the same build against its own baseline failed (exit %d):\n%s", code, out)
+	if out, code := night("reel-nightly-2", shadow(t, 1)); code != 0 {
+		t.Errorf("a faster candidate failed the nightly (exit %d):\n%s", code, out)
 	}
-	out, code = night("reel-nightly-3", shadow(t, 3))
-	if code != 1 || !strings.Contains(strings.ToLower(out), "regress") {
+	out, code = night("reel-nightly-3", shadow(t, 6))
+	if code != 1 || !strings.Contains(out, "REGRESSION") {
 		t.Errorf("a 3× slower candidate: compare exited %d, want 1 with a regression verdict:\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(results, "nightly", "reel-nightly-3.html")); err != nil {

@@ -164,6 +164,14 @@ func (t drainingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// wrapped transport.
+func (t drainingTransport) CloseIdleConnections() {
+	if c, ok := t.RoundTripper.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 type drainingBody struct{ io.ReadCloser }
 
 // maxDrain bounds what Close reads: a stream's tail after [DONE] is a few

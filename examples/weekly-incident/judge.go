@@ -40,6 +40,7 @@ type findings struct {
 	FixVerdict analysis.Verdict // the improvement rule applied to it
 	FixRule    string
 	LongDelta  analysis.Delta // long requests' ttft.p99, baseline → fix
+	Compliance analysis.Delta // short requests' window compliance, baseline → fix
 }
 
 // tails are TTFT p99s inside and outside the incident frames.
@@ -244,6 +245,11 @@ func (s *story) judge(ctx context.Context) error {
 				100*d.Rel, signed(d.CILow), signed(d.CIHigh))
 		}
 	}
+	if d, ok := fix.Metric("window_compliance"); ok {
+		f.Compliance = d
+		nb.say("  frames meeting the SLO (p%g of TTFT ≤ %s): %.0f%% → %.0f%% of %d",
+			100*fix.A.WindowQuantile, strings.TrimPrefix(cfg.SLO, "ttft="), 100*d.A, 100*d.B, fix.B.JudgedFrames)
+	}
 	nb.say("long prompts pay for it: their TTFT p99 %s → %s (%+.0f%%) — they now wait their turn",
 		dur(time.Duration(f.LongDelta.A)), dur(time.Duration(f.LongDelta.B)), 100*f.LongDelta.Rel)
 	d := f.FixDelta
@@ -359,8 +365,8 @@ func (s *story) conclude() {
 	d := f.FixDelta
 	nb.say("3. a separate long-prompt queue takes short requests' TTFT p99 from %s to %s (%+.0f%%) on the same traffic",
 		dur(time.Duration(d.A)), dur(time.Duration(d.B)), 100*d.Rel)
-	nb.say("   (×%g: %s → %s on the simulated GPU)", cfg.TimeScale,
-		dur(time.Duration(d.A*cfg.TimeScale)), dur(time.Duration(d.B*cfg.TimeScale)))
+	nb.say("   (×%g: %s → %s on the simulated GPU); frames meeting the SLO %.0f%% → %.0f%%", cfg.TimeScale,
+		dur(time.Duration(d.A*cfg.TimeScale)), dur(time.Duration(d.B*cfg.TimeScale)), 100*f.Compliance.A, 100*f.Compliance.B)
 	nb.say("")
 	nb.say("files: %s/", cfg.Dir)
 	for _, p := range []string{"recording/   the redacted exchange/1 dataset (Parquet)", "results/baseline/, results/fix/   result/1 rows per replayed request",

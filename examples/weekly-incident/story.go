@@ -51,7 +51,9 @@ func runStory(ctx context.Context, cfg config, w io.Writer) (*findings, error) {
 		fixDir:  filepath.Join(cfg.Dir, "results", "fix"),
 	}
 	s.nb.title("reel — the weekly incident, recorded, found, replayed and fixed")
-	s.nb.title("Every Wednesday afternoon the chat service's TP99 spikes. This run replays that week in %s.", cfg.Record)
+	s.nb.title("Every Wednesday afternoon the chat service's TTFT tail spikes. This run records %s of one such",
+		time.Duration(float64(cfg.Record)*cfg.TimeScale))
+	s.nb.title("afternoon (in %s), finds the spike, replays it on a shadow and proves a fix.", cfg.Record)
 	s.nb.title("Simulated GPU time runs ×%g: 1 s here is %g s on the simulated A100; all latencies below are wall clock.", cfg.TimeScale, cfg.TimeScale)
 	s.nb.title("Output: %s", cfg.Dir)
 
@@ -156,6 +158,15 @@ func (s *story) record(ctx context.Context) error {
 	srv := proxy.NewServer(ln.Addr().String(), p)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	// On an early return the sidecar stops at once and the pipeline closes
+	// what it has; the normal path below drains both first.
+	pipeClosed := false
+	defer func() {
+		srv.Close()
+		if !pipeClosed {
+			pipe.Close(context.Background())
+		}
+	}()
 	sidecar := "http://" + ln.Addr().String()
 	nb.say("reel record, sidecar mode, on %s → %s", sidecar, prod.URL)
 	nb.say("redacted on the way to disk (lengths, structure and prefix sharing kept); key in %s", keyFile)
@@ -165,13 +176,13 @@ func (s *story) record(ctx context.Context) error {
 
 	nb.section("Production traffic, with the weekly long-prompt job")
 	var done, long atomic.Int64
+	client := &http.Client{Transport: drainingTransport{&http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}}}
+	defer client.CloseIdleConnections()
 	topts := traffic.Options{
 		Target: sidecar, Speed: cfg.TimeScale, Rate: cfg.Rate, Duration: cfg.Record, Seed: cfg.Seed,
 		Incident:       traffic.Incident{At: cfg.IncidentAt, For: cfg.IncidentFor, Factor: cfg.LongFactor, Share: cfg.LongShare},
 		RequestTimeout: 2 * time.Minute,
-		Client: &http.Client{Transport: drainingTransport{&http.Transport{
-			MaxIdleConnsPerHost: 1024, DisableCompression: true,
-		}}},
+		Client:         client,
 		OnResult: func(r *traffic.Result) {
 			done.Add(1)
 			if r.Long {
@@ -184,8 +195,8 @@ func (s *story) record(ctx context.Context) error {
 	nb.say("from +%s to +%s, %.0f%% of requests carry a document %g× longer (the Wednesday batch job)",
 		cfg.IncidentAt, cfg.IncidentAt+cfg.IncidentFor, 100*cfg.LongShare, cfg.LongFactor)
 	nb.cmd(fmt.Sprintf("go run ./examples/simcluster --generate --target http://127.0.0.1:8081 --seed %d \\", cfg.Seed),
-		fmt.Sprintf("    --rate %g --speed %g --duration %s --incident-at %s --incident-for %s", cfg.Rate, cfg.TimeScale,
-			cfg.Record, cfg.IncidentAt, cfg.IncidentFor))
+		fmt.Sprintf("    --rate %g --speed %g --duration %s --incident-at %s --incident-for %s --long-share %g", cfg.Rate, cfg.TimeScale,
+			cfg.Record, cfg.IncidentAt, cfg.IncidentFor, cfg.LongShare))
 	start := time.Now()
 	s.f.IncidentStart, s.f.IncidentEnd = start.Add(cfg.IncidentAt), start.Add(cfg.IncidentAt+cfg.IncidentFor)
 	stopProgress := s.progress(ctx, start, &done, &long)
@@ -214,6 +225,7 @@ func (s *story) record(ctx context.Context) error {
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("sidecar: %w", err)
 	}
+	pipeClosed = true
 	if err := pipe.Close(sctx); err != nil {
 		return fmt.Errorf("close recording: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,56 @@ func TestBar(t *testing.T) {
 		if got := bar(tt.v, tt.full, 4); got != tt.want {
 			t.Errorf("bar(%v, %v, 4) = %q, want %q", tt.v, tt.full, got, tt.want)
 		}
+	}
+}
+
+// countingBody records how much of it was read and whether it was closed.
+type countingBody struct {
+	r      io.Reader
+	read   int
+	closed bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { b.closed = true; return nil }
+
+type fixedTransport struct{ body *countingBody }
+
+func (t fixedTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: t.body}, nil
+}
+
+// A client that stops at data: [DONE] still lets the rest of the stream
+// through before hanging up, so the sidecar sees the stream end.
+func TestDrainingTransportReadsTheRestOnClose(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantRead int
+	}{
+		{"stream tail", "data: {}\n\ndata: [DONE]\n\n", len("data: {}\n\ndata: [DONE]\n\n")},
+		{"bounded", strings.Repeat("x", 2*maxDrain), 6 + maxDrain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &countingBody{r: strings.NewReader(tt.body)}
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+			resp, err := drainingTransport{fixedTransport{b}}.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(resp.Body, make([]byte, 6)); err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if !b.closed || b.read != tt.wantRead {
+				t.Fatalf("closed %v after reading %d bytes, want closed after %d", b.closed, b.read, tt.wantRead)
+			}
+		})
 	}
 }

@@ -57,6 +57,7 @@ type Scanner struct {
 	trunc   bool   // data was truncated
 	lineCut bool   // the carried line overflowed max and is being discarded
 	skipLF  bool   // the previous chunk ended in '\r': a leading '\n' belongs to it
+	ev      Event  // handed to emit; kept here so that Feed does not allocate it
 }
 
 // NewScanner returns a Scanner with the given options.
@@ -71,7 +72,8 @@ func NewScanner(opts Options) *Scanner {
 // completes, in order. The Event passed to emit is only valid during the
 // call. Feed does not retain p.
 func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
-	ev := Event{Time: at}
+	ev := &s.ev
+	*ev = Event{Time: at}
 	if s.skipLF && len(p) > 0 {
 		s.skipLF = false
 		if p[0] == '\n' {
@@ -102,7 +104,7 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 			}
 		}
 		p = p[i+1:]
-		s.processLine(line, cut, &ev, emit)
+		s.processLine(line, cut, ev, emit)
 		s.line = s.line[:0]
 		s.lineCut = false
 	}
@@ -111,13 +113,14 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 // Flush dispatches an event left unterminated at the end of the stream, as
 // some servers omit the final blank line. at is the time the stream ended.
 func (s *Scanner) Flush(at time.Time, emit func(*Event)) {
-	ev := Event{Time: at}
+	ev := &s.ev
+	*ev = Event{Time: at}
 	if len(s.line) > 0 || s.lineCut {
-		s.processLine(s.line, s.lineCut, &ev, emit)
+		s.processLine(s.line, s.lineCut, ev, emit)
 		s.line = s.line[:0]
 		s.lineCut = false
 	}
-	s.dispatch(&ev, emit)
+	s.dispatch(ev, emit)
 }
 
 // carry appends part of an unfinished line, bounded by max.

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder"
+)
+
+// discardSink counts exchanges and keeps none.
+type discardSink struct{ n int }
+
+func (s *discardSink) Write(*formats.Exchange) error { s.n++; return nil }
+func (s *discardSink) Close() error                  { return nil }
+
+// chunkedBody returns one piece per Read, as a streaming upstream does.
+type chunkedBody struct {
+	pieces [][]byte
+	i      int
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	if b.i == len(b.pieces) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.pieces[b.i])
+	b.i++
+	return n, nil
+}
+
+func (b *chunkedBody) Close() error { return nil }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// flushWriter is a ResponseWriter that discards what it is sent.
+type flushWriter struct{ h http.Header }
+
+func (w *flushWriter) Header() http.Header         { return w.h }
+func (w *flushWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *flushWriter) WriteHeader(int)             {}
+func (w *flushWriter) Flush()                      {}
+
+// BenchmarkProxySSE measures the proxy's own cost per streamed exchange —
+// forwarding, recording and SSE scanning of 16 token chunks, a usage chunk
+// and [DONE] — without sockets, redaction or Parquet (the pipeline sink
+// discards), so it isolates the code on the forwarding path.
+func BenchmarkProxySSE(b *testing.B) {
+	var pieces [][]byte
+	for range 16 {
+		pieces = append(pieces, []byte("data: "+chunk("token ")+"\n\n"))
+	}
+	pieces = append(pieces, []byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16}}\n\ndata: [DONE]\n\n"))
+	for _, record := range []bool{false, true} {
+		name := "forward"
+		if record {
+			name = "record"
+		}
+		b.Run(name, func(b *testing.B) {
+			sink := &discardSink{}
+			pipe := recorder.NewPipeline(sink, nil, recorder.PipelineOptions{Queue: 1 << 16, QueueBytes: 1 << 30})
+			opts := Options{Upstream: &url.URL{Scheme: "http", Host: "up"}, Pipeline: pipe,
+				Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					io.Copy(io.Discard, r.Body)
+					return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+						Header: http.Header{"Content-Type": {"text/event-stream"}, "X-Batch-Size": {"8"}},
+						Body:   &chunkedBody{pieces: pieces}, ContentLength: -1}, nil
+				})}
+			if record {
+				opts.Assembler = recorder.NewAssembler(recorder.Config{})
+			}
+			p, err := New(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+			w := &flushWriter{}
+			b.ReportAllocs()
+			for b.Loop() {
+				r, _ := http.NewRequest("POST", "http://gw/v1/chat/completions", strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				w.h = http.Header{}
+				p.ServeHTTP(w, r)
+			}
+			b.StopTimer()
+			pipe.Close(context.Background())
+			if record && sink.n == 0 {
+				b.Fatal("nothing recorded")
+			}
+		})
+	}
+}
