@@ -13,7 +13,10 @@
 #
 # Prints, per shard count, the median over REPS of the aggregate completed
 # rate (requests ÷ (last end − first due), from `reel report --json` over
-# all shards' results), lag p99 and errors, and the ratio to one shard.
+# all shards' results) and its ratio to one shard, the requests per CPU
+# second the shards used together (user + sys; what sharding costs, and what
+# the rate becomes where each shard has a core of its own), lag p99 and
+# errors.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
@@ -39,18 +42,19 @@ echo "# window: $N requests offered at $RATE req/s on $CONNS recorded connection
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 json() { python3 -c "import sys,json; s=json.load(open('$1')); print($2)"; }
 
-printf '%-7s %12s %10s %8s %8s\n' shards 'req/s' lag_p99_ms errors ratio
+printf '%-7s %12s %8s %14s %10s %8s\n' shards 'req/s' ratio 'req/CPU-s' lag_p99_ms errors
 base=
 for n in $SHARDS; do
-  : > "$out/rates"; : > "$out/lags"; : > "$out/errs"
+  : > "$out/rates"; : > "$out/lags"; : > "$out/errs"; : > "$out/eff"
   for rep in $(seq "$REPS"); do
     res="$out/res-$n-$rep"
     start=$(date -u -d '+2 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)
     pids=()
     for i in $(seq 0 $((n - 1))); do
-      JOB_COMPLETION_INDEX=$i GOMAXPROCS=$PROCS "$out/reel" replay "$out/data" --target "http://$ADDR" --out "$res" \
-        --run-id "bench-$n-$rep" --shards "$n" --shard-from-env JOB_COMPLETION_INDEX --start-at "$start" \
-        --allow-recorded-host --quiet --workers "$WORKERS" --timeout 30s > "$out/log-$n-$rep-$i" 2>&1 &
+      ( TIMEFORMAT='%U %S'; time { JOB_COMPLETION_INDEX=$i GOMAXPROCS=$PROCS "$out/reel" replay "$out/data" \
+        --target "http://$ADDR" --out "$res" --run-id "bench-$n-$rep" --shards "$n" \
+        --shard-from-env JOB_COMPLETION_INDEX --start-at "$start" --allow-recorded-host --quiet \
+        --workers "$WORKERS" --timeout 30s > "$out/log-$n-$rep-$i" 2>&1; } ) 2> "$out/cpu-$n-$rep-$i" &
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
@@ -59,9 +63,10 @@ for n in $SHARDS; do
     json "$out/rep.json" "s['request_rate']" >> "$out/rates"
     json "$out/rep.json" "s['lag']['p99_ns']/1e6" >> "$out/lags"
     json "$out/rep.json" "s['errors']" >> "$out/errs"
+    cat "$out"/cpu-$n-$rep-* | awk -v n="$N" '{c += $1 + $2} END {print n / c}' >> "$out/eff"
     rm -rf "$res"
   done
-  r=$(median < "$out/rates"); l=$(median < "$out/lags"); e=$(median < "$out/errs")
+  r=$(median < "$out/rates"); l=$(median < "$out/lags"); e=$(median < "$out/errs"); c=$(median < "$out/eff")
   base=${base:-$r}
-  printf '%-7s %12.0f %10.0f %8s %8.2f\n' "$n" "$r" "$l" "$e" "$(python3 -c "print($r/$base)")"
+  printf '%-7s %12.0f %8.2f %14.0f %10.0f %8s\n' "$n" "$r" "$(python3 -c "print($r/$base)")" "$c" "$l" "$e"
 done
