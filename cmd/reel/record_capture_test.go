@@ -96,11 +96,12 @@ func TestRecordAccessLog(t *testing.T) {
 }
 
 func TestRecordCaptureMisuse(t *testing.T) {
+	d := t.TempDir() // a misuse must be refused before anything is written, but never litter the tree
 	for _, args := range [][]string{
-		{"--pcap", "x.pcap", "--out", "d"},                                  // no --port
-		{"--pcap", "x.pcap", "--port", "http", "--out", "d"},                // bad port
-		{"--pcap", "x.pcap", "--iface", "lo", "--port", "80", "--out", "d"}, // two sources
-		{"--access-log", "a", "--log-field", "colour=x", "--out", "d"},
+		{"--pcap", "x.pcap", "--out", d},                                  // no --port
+		{"--pcap", "x.pcap", "--port", "http", "--out", d},                // bad port
+		{"--pcap", "x.pcap", "--iface", "lo", "--port", "80", "--out", d}, // two sources
+		{"--access-log", "a", "--log-field", "colour=x", "--out", d},
 	} {
 		err := runRecord(context.Background(), append(args, "--metrics-listen", "", "--raw"), io.Discard, io.Discard)
 		var ue *usageError
