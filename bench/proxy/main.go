@@ -409,7 +409,7 @@ func bench(o benchOpts) {
 	defer up.stop()
 	px := start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
 		"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
-	defer px.stop()
+	defer func() { px.stop() }()
 	bases := [2]string{"http://" + up.addrs[0], "http://" + px.addrs[0]}
 	small := []byte(`{"user":1234,"items":[1,2,3,4,5,6,7,8]}`)
 	chat := jsonBody(600)
@@ -466,8 +466,17 @@ func bench(o benchOpts) {
 	if has("memory") {
 		fmt.Printf("\n# memory: 2000 req/s, 16 KiB request and response bodies, %v, Go soft memory limit %d MiB\n", o.d, o.memLimit>>20)
 		big := jsonBody(16 << 10)
-		res := fixedRate(bases[1]+"/json?size=16384", big, 2000, o.d)
-		fmt.Printf("achieved %.0f req/s, p50 %v p99 %v, errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f (whole run)\n",
+		// A fresh proxy, so that its peak RSS is this phase's alone.
+		px.stop()
+		px = start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
+			"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
+		dres := fixedRate(bases[0]+"/json?size=16384", big, 2000, o.d)
+		fmt.Printf("direct: achieved %.0f req/s, p50 %v p99 %v\n", float64(dres.n)/dres.secs,
+			dres.q(0.5).Round(time.Microsecond), dres.q(0.99).Round(time.Microsecond))
+		t0 := cpuTicks(px.cmd.Process.Pid)
+		res := fixedRate("http://"+px.addrs[0]+"/json?size=16384", big, 2000, o.d)
+		fmt.Printf("proxy CPU/request %.0f µs; ", float64(cpuTicks(px.cmd.Process.Pid)-t0)*1e4/float64(res.n))
+		fmt.Printf("achieved %.0f req/s, p50 %v p99 %v, errors %d; recorder peak RSS %.1f MiB; recorded %.0f, dropped %.0f \n",
 			float64(res.n)/res.secs, res.q(0.5).Round(time.Microsecond), res.q(0.99).Round(time.Microsecond), res.errors,
 			float64(vmHWM(px.cmd.Process.Pid))/1024,
 			metricSum(px.addrs[1], "reel_recorder_exchanges_total"), metricSum(px.addrs[1], "reel_recorder_dropped_total"))

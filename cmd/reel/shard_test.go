@@ -409,7 +409,7 @@ func checkSameReport(t *testing.T, got, want *analysis.Summary) {
 			floor = append(floor, int64(shardDelay(id)))
 		}
 	}
-	const noise = 40 * time.Millisecond
+	const noise = 50 * time.Millisecond
 	for _, p := range []float64{0.5, 0.9} {
 		min := nearestRank(floor, p)
 		g, _ := got.E2E.At(p)

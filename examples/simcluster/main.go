@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&co.Model, "model", "", "model name served (default simcluster-8b)")
 	fs.BoolVar(&co.StrictModel, "strict-model", false, "answer 404 to requests naming another model")
 	fs.Float64Var(&co.TimeScale, "time-scale", 1, "run the simulation this many times faster than real time")
+	fs.DurationVar(&co.MaxLag, "max-lag", 0, "how far the step loop may fall behind before simulated time slips (default 50ms; raise it with --time-scale on a busy machine)")
 	fs.DurationVar(&co.StepBase, "step-base", 10*time.Millisecond, "fixed cost of one engine step")
 	fs.DurationVar(&co.StepPerSeq, "step-per-seq", 300*time.Microsecond, "added step cost per sequence in the batch")
 	fs.Float64Var(&co.PrefillTokensPerSec, "prefill-rate", 12000, "prefill throughput, tokens/s")

@@ -237,6 +237,10 @@ func readStream(body io.Reader, sent time.Time, res *Result) error {
 		data = bytes.TrimSpace(data)
 		if string(data) == "[DONE]" {
 			res.E2E = time.Since(sent)
+			// Read to the end of the response, as OpenAI's SDKs do, so the
+			// connection is reused and a proxy in between sees a clean finish
+			// rather than a client that hung up.
+			_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 			res.OutputTokens = events
 			if usage >= 0 {
 				res.OutputTokens = usage
