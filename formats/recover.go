@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Recovery, run by NewWriter before it accepts records. For every spool
@@ -46,6 +47,12 @@ func recoverDataset[T Record](ctx context.Context, w *Writer[T]) (recovered, los
 			continue
 		}
 		dir := filepath.Join(spoolRoot, name)
+		if strings.HasPrefix(name, ".") && recentlyModified(dir, time.Minute) {
+			// A session being created right now by a writer starting beside
+			// us (shards sharing one results directory): it is not locked
+			// yet, and removing it would fail that writer.
+			continue
+		}
 		lock, err := lockDir(dir)
 		if err != nil {
 			continue // alive (or unreadable): not ours to touch
@@ -58,6 +65,10 @@ func recoverDataset[T Record](ctx context.Context, w *Writer[T]) (recovered, los
 		n, l, err := recoverSpool[T](ctx, w, dir)
 		recovered += n
 		lost += l
+		if errors.Is(err, fs.ErrNotExist) {
+			lock.Close() // its owner closed it while we looked: nothing to recover
+			continue
+		}
 		if errors.Is(err, errOtherSchema) {
 			lock.Close()
 			continue
@@ -77,6 +88,13 @@ func recoverDataset[T Record](ctx context.Context, w *Writer[T]) (recovered, los
 }
 
 var errOtherSchema = errors.New("spool of another schema")
+
+// recentlyModified reports whether path changed less than age ago (or cannot
+// be examined, which is treated the same: leave it alone).
+func recentlyModified(path string, age time.Duration) bool {
+	fi, err := os.Stat(path)
+	return err != nil || time.Since(fi.ModTime()) < age
+}
 
 // recoverSpool rebuilds the files of one dead session's spool.
 func recoverSpool[T Record](ctx context.Context, w *Writer[T], dir string) (recovered, lost int64, err error) {

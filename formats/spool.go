@@ -268,7 +268,15 @@ func (s *session) remove() error {
 		s.f.Close()
 		s.f = nil
 	}
-	err := os.RemoveAll(s.dir)
+	// Move the directory out of sight first: a writer starting beside us
+	// (another shard) must never find it half-deleted and unlocked, and take
+	// it for a dead session to recover.
+	target := s.dir
+	gone := filepath.Join(filepath.Dir(s.dir), ".done-"+filepath.Base(s.dir))
+	if os.Rename(s.dir, gone) == nil {
+		target = gone
+	}
+	err := os.RemoveAll(target)
 	s.lock.Close()
 	if err != nil {
 		return fmt.Errorf("remove spool: %w", err)

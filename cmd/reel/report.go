@@ -31,6 +31,12 @@ examples:
   reel report ./results/shard-* --slo ttft=300ms,tpot=50ms,e2e=5s
   reel report ./results --frame 10s --exclude-first 30s --json > report.json
   reel report ./results --slo e2e=2s --html report.html
+  reel report ./results --prompt-tokens :2999 --slo ttft=100ms   # short prompts only
+  reel report ./results --model llama-3-8b --path /v1/chat/completions
+
+Filters (--prompt-tokens MIN:MAX, --path, --model; also on stats and
+compare) keep only the matching requests; the summary says how many were
+left out. Requests of unknown prompt length are left out by --prompt-tokens.
 
 flags:
 `
@@ -45,6 +51,8 @@ type analysisFlags struct {
 	longPrompt          int32
 	skipBad             bool
 	series              []string // server-side series (scrape.go)
+	promptTokens        string   // MIN:MAX filter
+	paths, models       []string // filters
 }
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
@@ -57,6 +65,9 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Int32Var(&f.longPrompt, "long-prompt", 0, "prompt tokens from which a prompt counts as long (default 2 × median)")
 	fs.StringVar(&f.from, "from", "", "only rows at or after this time (RFC 3339)")
 	fs.StringVar(&f.to, "to", "", "only rows before this time (RFC 3339)")
+	fs.StringVar(&f.promptTokens, "prompt-tokens", "", "only requests with MIN:MAX prompt tokens, inclusive, either end optional (e.g. :2999 short, 3000: long)")
+	fs.StringSliceVar(&f.paths, "path", nil, "only requests to these paths (exact, without query; repeatable or comma-separated)")
+	fs.StringSliceVar(&f.models, "model", nil, "only requests for these models (exact; repeatable or comma-separated)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files with a warning (default: fail)")
 	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR/_metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
 }
@@ -95,10 +106,27 @@ func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.Rea
 	if ro.To, err = parseAnalysisTime("--to", f.to); err != nil {
 		return analysis.Options{}, formats.ReaderOptions{}, err
 	}
+	filter := analysis.Filter{Paths: nonEmpty(f.paths), Models: nonEmpty(f.models)}
+	if f.promptTokens != "" {
+		if err := filter.ParsePromptRange(f.promptTokens); err != nil {
+			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--prompt-tokens: %w", err)
+		}
+	}
 	return analysis.Options{
 		Frame: f.frame, SLO: slo, ExcludeFirst: f.excludeFirst, WindowQuantile: f.windowQuantile,
-		MinCompliance: f.minCompliance, LengthBuckets: bounds, LongPrompt: f.longPrompt,
+		MinCompliance: f.minCompliance, LengthBuckets: bounds, LongPrompt: f.longPrompt, Filter: filter,
 	}, ro, nil
+}
+
+// nonEmpty drops blank entries of a list flag.
+func nonEmpty(v []string) []string {
+	var out []string
+	for _, s := range v {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func parseAnalysisTime(flag, s string) (time.Time, error) {

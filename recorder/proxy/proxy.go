@@ -65,7 +65,9 @@ type Proxy struct {
 
 // NewTransport returns the tuned upstream transport: large idle pool (the
 // default keeps 2 idle connections per host), no transparent compression
-// (bytes and SSE timing pass through as sent), HTTP/1.1.
+// (bytes and SSE timing pass through as sent), HTTP/1.1. The read and write
+// buffers stay at net/http's 4 KiB: large body reads and writes mostly go
+// around them, and every pooled connection would pay for bigger ones.
 func NewTransport(responseHeaderTimeout time.Duration) *http.Transport {
 	return &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,

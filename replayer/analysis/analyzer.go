@@ -1,7 +1,11 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -41,6 +45,89 @@ type Options struct {
 	// the prefix-sharing ratio; beyond it the ratio is a lower bound
 	// (default 1<<20, about 40 MB).
 	MaxPrefixBlocks int
+	// Filter keeps only the requests it matches (zero: all of them).
+	Filter Filter
+}
+
+// Filter selects requests by workload: prompt length, path and model.
+// Requests it leaves out count in Summary.Filtered and nowhere else; frames
+// keep their alignment (they are named by original time either way).
+type Filter struct {
+	// MinPromptTokens and MaxPromptTokens bound prompt tokens, both ends
+	// inclusive; 0 leaves that end open. With either set, requests whose
+	// prompt length is unknown are left out.
+	MinPromptTokens, MaxPromptTokens int32
+	// Paths and Models keep requests whose path (without query) or model
+	// is one of these, exactly; empty keeps all.
+	Paths, Models []string
+}
+
+// IsZero reports whether the filter keeps every request.
+func (f Filter) IsZero() bool {
+	return f.MinPromptTokens <= 0 && f.MaxPromptTokens <= 0 && len(f.Paths) == 0 && len(f.Models) == 0
+}
+
+// String describes the filter, e.g. "prompt tokens 0–2999, model llama-3-8b";
+// empty for the zero filter.
+func (f Filter) String() string {
+	var parts []string
+	switch lo, hi := f.MinPromptTokens, f.MaxPromptTokens; {
+	case lo > 0 && hi > 0:
+		parts = append(parts, fmt.Sprintf("prompt tokens %d–%d", lo, hi))
+	case lo > 0:
+		parts = append(parts, fmt.Sprintf("prompt tokens ≥ %d", lo))
+	case hi > 0:
+		parts = append(parts, fmt.Sprintf("prompt tokens ≤ %d", hi))
+	}
+	if len(f.Paths) > 0 {
+		parts = append(parts, "path "+strings.Join(f.Paths, " or "))
+	}
+	if len(f.Models) > 0 {
+		parts = append(parts, "model "+strings.Join(f.Models, " or "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keeps reports whether the filter keeps an observation.
+func (f *Filter) keeps(o *observation) bool {
+	if f.MinPromptTokens > 0 || f.MaxPromptTokens > 0 {
+		p := o.promptTokens
+		if p <= 0 || (f.MinPromptTokens > 0 && p < f.MinPromptTokens) || (f.MaxPromptTokens > 0 && p > f.MaxPromptTokens) {
+			return false
+		}
+	}
+	if len(f.Paths) > 0 && !slices.Contains(f.Paths, o.path) {
+		return false
+	}
+	return len(f.Models) == 0 || slices.Contains(f.Models, o.model)
+}
+
+// ParsePromptRange parses a prompt-token range "MIN:MAX" (inclusive; either
+// end may be empty, e.g. ":2999" or "3000:") into f's bounds.
+func (f *Filter) ParsePromptRange(s string) error {
+	lo, hi, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return fmt.Errorf("parse prompt-token range %q: want MIN:MAX, either end optional (e.g. :2999 or 3000:)", s)
+	}
+	var bounds [2]int32
+	for i, v := range []string{lo, hi} {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("parse prompt-token range %q: %q is not a positive token count", s, v)
+		}
+		bounds[i] = int32(n)
+	}
+	if bounds[0] == 0 && bounds[1] == 0 {
+		return fmt.Errorf("parse prompt-token range %q: give MIN, MAX or both", s)
+	}
+	if bounds[0] > 0 && bounds[1] > 0 && bounds[0] > bounds[1] {
+		return fmt.Errorf("parse prompt-token range %q: MIN above MAX", s)
+	}
+	f.MinPromptTokens, f.MaxPromptTokens = bounds[0], bounds[1]
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +183,7 @@ type Analyzer struct {
 	itl, itlToken countDist
 
 	excluded   int64
+	filtered   int64
 	firstOrig  int64
 	seenFirst  bool
 	minStart   int64 // earliest t_sched
@@ -169,6 +257,10 @@ func (a *Analyzer) add(o observation) {
 		if o.frame != 0 {
 			a.origin = o.frame
 		}
+	}
+	if !a.opt.Filter.keeps(&o) {
+		a.filtered++
+		return
 	}
 	a.frame = append(a.frame, a.frameOf(o.orig))
 	a.route = append(a.route, a.routes.pair(o.method, o.path))

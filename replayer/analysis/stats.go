@@ -25,8 +25,11 @@ type Stats struct {
 	PromptTokens   Sizes   `json:"prompt_tokens"` // where known
 
 	// Correlations of per-frame E2E p99 with per-frame signals (Pearson,
-	// over frames with enough requests).
+	// over frames with enough requests), workload signals first.
 	Correlations []Correlation `json:"correlations"`
+	// TTFTCorrelations are the same for per-frame TTFT p99 (frames with
+	// TTFT), which long outputs do not dominate as they do E2E.
+	TTFTCorrelations []Correlation `json:"ttft_correlations"`
 	// Outliers are runs of adjacent frames whose tail or mix stands out.
 	Outliers []Episode `json:"outliers"`
 }
@@ -41,13 +44,82 @@ type Sizes struct {
 	Mean float64 `json:"mean"`
 }
 
-// Correlation is Pearson's r between per-frame E2E p99 and a signal over N
-// frames; Valid is false when N < 3 or either side is constant.
+// Correlation is Pearson's r between a per-frame tail (E2E or TTFT p99)
+// and a per-frame signal over N frames; Valid is false when N < 3 or either
+// side is constant.
 type Correlation struct {
-	Signal string  `json:"signal"` // "batch_size", "long_prompt_share", "rate", "queue_depth"
-	R      float64 `json:"r"`
-	N      int     `json:"n"`
-	Valid  bool    `json:"valid"`
+	// Signal is a workload signal — "long_prompt_share", "prompt_tokens"
+	// (mean), "rate", "output_tokens" (mean) — or a server-state one —
+	// "batch_size", "queue_depth" (means).
+	Signal string `json:"signal"`
+	// Kind is "workload" (what clients sent: a possible cause) or "server"
+	// (the server's state: it moves with a cause, it is rarely one).
+	Kind  string  `json:"kind"`
+	R     float64 `json:"r"`
+	N     int     `json:"n"`
+	Valid bool    `json:"valid"`
+}
+
+// Signal kinds.
+const (
+	KindWorkload = "workload"
+	KindServer   = "server"
+)
+
+// frameSignal is a per-frame signal correlated with the tail.
+type frameSignal struct {
+	name, kind string
+	get        func(f *Frame) (float64, bool)
+}
+
+var frameSignals = []frameSignal{
+	{"long_prompt_share", KindWorkload, func(f *Frame) (float64, bool) { return f.LongPromptShare, f.MeanPrompt > 0 }},
+	{"prompt_tokens", KindWorkload, func(f *Frame) (float64, bool) { return f.MeanPrompt, f.MeanPrompt > 0 }},
+	{"rate", KindWorkload, func(f *Frame) (float64, bool) { return f.Rate, true }},
+	{"output_tokens", KindWorkload, func(f *Frame) (float64, bool) {
+		if f.OK == 0 || f.OutputTokens == 0 {
+			return 0, false
+		}
+		return float64(f.OutputTokens) / float64(f.OK), true
+	}},
+	{"batch_size", KindServer, func(f *Frame) (float64, bool) { return f.MeanBatchSize, f.MeanBatchSize > 0 }},
+	{"queue_depth", KindServer, func(f *Frame) (float64, bool) { return f.MeanQueueDepth, f.MeanQueueDepth > 0 || f.MeanBatchSize > 0 }},
+}
+
+// signalNames are the signals as the text reports name them.
+var signalNames = map[string]string{
+	"long_prompt_share": "long-prompt share", "prompt_tokens": "mean prompt tokens", "rate": "rate",
+	"output_tokens": "mean output tokens", "batch_size": "batch size", "queue_depth": "queue depth",
+}
+
+// tailCorr is one signal's correlation with both tails.
+type tailCorr struct{ e2e, ttft Correlation }
+
+// best returns the stronger valid correlation and the tail it is with
+// ("e2e p99" or "TTFT p99"); ok is false when neither is valid.
+func (t tailCorr) best() (r float64, tail string, ok bool) {
+	if t.e2e.Valid {
+		r, tail, ok = t.e2e.R, "e2e p99", true
+	}
+	if t.ttft.Valid && (!ok || t.ttft.R > r) {
+		r, tail, ok = t.ttft.R, "TTFT p99", true
+	}
+	return r, tail, ok
+}
+
+// correlateFrames computes Pearson's r of tail against sig over frames.
+func correlateFrames(frames []*Frame, sig frameSignal, tail func(f *Frame) (float64, bool)) Correlation {
+	var xs, ys []float64
+	for _, f := range frames {
+		y, ok1 := tail(f)
+		x, ok2 := sig.get(f)
+		if ok1 && ok2 {
+			xs, ys = append(xs, x), append(ys, y)
+		}
+	}
+	c := Correlation{Signal: sig.name, Kind: sig.kind, N: len(xs)}
+	c.R, c.Valid = pearson(xs, ys)
+	return c
 }
 
 // Episode is a run of adjacent frames that stand out, with why.
@@ -64,11 +136,21 @@ type Episode struct {
 	LongShare     float64  `json:"long_prompt_share"`
 	RestLongShare float64  `json:"rest_long_prompt_share"`
 	Reasons       []string `json:"reasons"` // what stands out, e.g. "p99 4.1× median frame"
-	// Cause is the elevated signal that correlates best with the per-frame
-	// tail ("long_prompt_share", "batch_size", "rate", "queue_depth"), empty
-	// when none does (r ≥ 0.5).
+	// ServerState lists server-side signals elevated in the episode, with
+	// their r, e.g. "queue depth 12.8 vs 0.2 (r=0.60)": they move with the
+	// tail rather than cause it.
+	ServerState []string `json:"server_state"`
+	// Cause is the likely cause: the workload signal elevated in the episode
+	// that correlates best (r ≥ 0.5) with the per-frame E2E or TTFT p99
+	// ("long_prompt_share", "prompt_tokens", "rate", "output_tokens"); only
+	// when none does, the server-state one that does ("queue_depth",
+	// "batch_size"); empty when nothing does. CauseKind says which
+	// ("workload" or "server"), CauseTail which tail ("e2e p99" or
+	// "TTFT p99").
 	Cause       string  `json:"cause"`
+	CauseKind   string  `json:"cause_kind"`
 	CauseR      float64 `json:"cause_r"`
+	CauseTail   string  `json:"cause_tail"`
 	Explanation string  `json:"explanation"` // the one-line verdict
 }
 
@@ -82,13 +164,16 @@ const (
 	rateFactor = 3.0
 	errDelta   = 0.1
 	causeMinR  = 0.5
+	// causeTie: candidate causes whose r is this close to the best one's
+	// are told apart by how elevated they are in the episode.
+	causeTie = 0.1
 )
 
 // Stats computes the summary plus the traffic description. Its extra memory
 // is one column of the recording.
 func (a *Analyzer) Stats() *Stats {
 	s := a.Summary()
-	st := &Stats{Summary: s, Correlations: []Correlation{}, Outliers: []Episode{}}
+	st := &Stats{Summary: s, Correlations: []Correlation{}, TTFTCorrelations: []Correlation{}, Outliers: []Episode{}}
 	n := len(a.orig)
 	if n == 0 {
 		return st
@@ -123,30 +208,13 @@ func (a *Analyzer) Stats() *Stats {
 	st.PromptTokens = sizesOf(gaps)
 
 	eligible := eligibleFrames(s.Frames)
-	p99 := func(f *Frame) (float64, bool) { return float64(f.E2E.P99), f.E2E.N > 0 }
-	signals := []struct {
-		name string
-		get  func(f *Frame) (float64, bool)
-	}{
-		{"long_prompt_share", func(f *Frame) (float64, bool) { return f.LongPromptShare, f.MeanPrompt > 0 }},
-		{"batch_size", func(f *Frame) (float64, bool) { return f.MeanBatchSize, f.MeanBatchSize > 0 }},
-		{"queue_depth", func(f *Frame) (float64, bool) { return f.MeanQueueDepth, f.MeanQueueDepth > 0 || f.MeanBatchSize > 0 }},
-		{"rate", func(f *Frame) (float64, bool) { return f.Rate, true }},
-	}
-	corr := map[string]Correlation{}
-	for _, sig := range signals {
-		var xs, ys []float64
-		for _, f := range eligible {
-			y, ok1 := p99(f)
-			x, ok2 := sig.get(f)
-			if ok1 && ok2 {
-				xs, ys = append(xs, x), append(ys, y)
-			}
-		}
-		c := Correlation{Signal: sig.name, N: len(xs)}
-		c.R, c.Valid = pearson(xs, ys)
-		corr[sig.name] = c
-		st.Correlations = append(st.Correlations, c)
+	corr := map[string]tailCorr{}
+	for _, sig := range frameSignals {
+		e2e := correlateFrames(eligible, sig, func(f *Frame) (float64, bool) { return float64(f.E2E.P99), f.E2E.N > 0 })
+		ttft := correlateFrames(eligible, sig, func(f *Frame) (float64, bool) { return float64(f.TTFT.P99), f.TTFT.N > 0 })
+		corr[sig.name] = tailCorr{e2e: e2e, ttft: ttft}
+		st.Correlations = append(st.Correlations, e2e)
+		st.TTFTCorrelations = append(st.TTFTCorrelations, ttft)
 	}
 	st.Outliers = a.episodes(s, eligible, corr)
 	return st
@@ -253,7 +321,7 @@ func errRate(f *Frame) float64 {
 }
 
 // episodes flags frames that stand out and joins adjacent ones.
-func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Correlation) []Episode {
+func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]tailCorr) []Episode {
 	if len(eligible) < 3 {
 		return []Episode{}
 	}
@@ -271,7 +339,7 @@ func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Corre
 	f := s.Frame
 	type run struct {
 		first, last time.Time
-		reasons     map[string]bool
+		reasons     []string // the first flagged frame's
 	}
 	var runs []run
 	for _, fr := range eligible {
@@ -283,21 +351,29 @@ func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]Corre
 			runs[k].last = fr.Start // adjacent (one quiet frame in between is tolerated)
 			continue
 		}
-		runs = append(runs, run{first: fr.Start, last: fr.Start})
+		runs = append(runs, run{first: fr.Start, last: fr.Start, reasons: rs})
 	}
 	out := []Episode{}
 	for _, r := range runs {
-		out = append(out, a.episode(s, base, r.first, r.last.Add(f), corr))
+		e := a.episode(s, base, r.first, r.last.Add(f), corr)
+		if len(e.Reasons) == 0 {
+			// The episode as a whole is less extreme than its frames
+			// (short episodes of small frames): say why the frame stood out.
+			e.Reasons = r.reasons
+			e.Explanation = strings.Replace(e.Explanation, ": ;", ": "+strings.Join(r.reasons, "; ")+";", 1)
+		}
+		out = append(out, e)
 	}
 	return out
 }
 
 // episode describes the requests whose frame starts in [from, to).
-func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, corr map[string]Correlation) Episode {
-	e := Episode{Start: from, End: to, Frames: int(to.Sub(from) / s.Frame)}
+func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, corr map[string]tailCorr) Episode {
+	e := Episode{Start: from, End: to, Frames: int(to.Sub(from) / s.Frame), ServerState: []string{}}
 	lo, hi := from.UnixNano(), to.UnixNano()
 	var in, out struct {
 		n, long, known, errs int64
+		prompt, outTok, ok   float64
 		batch, batchN        float64
 		queue, queueN        float64
 	}
@@ -314,8 +390,12 @@ func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, c
 		side.n++
 		if a.flags[i]&flagOK == 0 {
 			side.errs++
+		} else if o := a.out[i]; o > 0 {
+			side.outTok += float64(o)
+			side.ok++
 		}
 		if p := a.prompt[i]; p > 0 {
+			side.prompt += float64(p)
 			side.known++
 			if s.LongPrompt > 0 && p >= s.LongPrompt {
 				side.long++
@@ -371,38 +451,105 @@ func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, c
 	if outFrames > 0 {
 		outRate = float64(out.n) / secs(outFrames)
 	}
-	// Candidate causes: signals elevated in the episode, ranked by how well
-	// they track the per-frame tail over the whole recording.
+	inPrompt, outPrompt := mean(in.prompt, float64(in.known)), mean(out.prompt, float64(out.known))
+	inOut, outOut := mean(in.outTok, in.ok), mean(out.outTok, out.ok)
+	// Candidate causes are workload signals elevated in the episode; the
+	// cause is the one that tracks the per-frame tail (E2E or TTFT p99) best
+	// over the whole recording. Server state (batch size, queue depth)
+	// follows the workload, so it is reported as moving with the tail and
+	// never outranks a workload signal that explains it.
 	type cand struct {
-		signal, label string
-		elevated      bool
-		detail        string
+		signals  []string // correlated signals; the best one names the cause
+		label    string
+		elevated bool
+		ratio    float64 // inside ÷ outside, to break near-ties
+		detail   string  // the signal inside vs outside the episode
 	}
-	cands := []cand{
-		{"long_prompt_share", "long prompts", e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare, ""},
-		{"batch_size", "large batches", outBatch > 0 && inBatch >= 1.5*outBatch, fmt.Sprintf("batch size %.1f vs %.1f", inBatch, outBatch)},
-		{"queue_depth", "queueing", inQueue > 0 && inQueue >= 2*max(outQueue, 0.5), fmt.Sprintf("queue depth %.1f vs %.1f", inQueue, outQueue)},
-		{"rate", "arrival rate", outRate > 0 && inRate >= 1.5*outRate, fmt.Sprintf("rate %.1f/s vs %.1f/s", inRate, outRate)},
+	ratio := func(in, out, floor float64) float64 { return in / max(out, floor) }
+	longElevated := e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare
+	promptElevated := outPrompt > 0 && inPrompt >= 1.5*outPrompt
+	workload := []cand{
+		// The long-prompt share and the mean prompt length are one cause:
+		// the prompt length; either may track the tail better.
+		{[]string{"long_prompt_share", "prompt_tokens"}, "long prompts", longElevated || promptElevated,
+			max(ratio(e.LongShare, e.RestLongShare, 0.01), ratio(inPrompt, outPrompt, 1)),
+			fmt.Sprintf("share %.0f %% vs %.0f %%, mean %.0f vs %.0f tokens", 100*e.LongShare, 100*e.RestLongShare, inPrompt, outPrompt)},
+		{[]string{"rate"}, "arrival rate", outRate > 0 && inRate >= 1.5*outRate, ratio(inRate, outRate, 1e-9),
+			fmt.Sprintf("rate %.1f/s vs %.1f/s", inRate, outRate)},
+		{[]string{"output_tokens"}, "longer outputs", outOut > 0 && inOut >= 1.5*outOut, ratio(inOut, outOut, 1),
+			fmt.Sprintf("mean output %.0f vs %.0f tokens", inOut, outOut)},
 	}
-	best := -1
-	for i, c := range cands {
+	server := []cand{
+		{[]string{"queue_depth"}, "queueing", inQueue > 0 && inQueue >= 2*max(outQueue, 0.5), ratio(inQueue, outQueue, 0.5),
+			fmt.Sprintf("queue depth %.1f vs %.1f", inQueue, outQueue)},
+		{[]string{"batch_size"}, "large batches", outBatch > 0 && inBatch >= 1.5*outBatch, ratio(inBatch, outBatch, 1),
+			fmt.Sprintf("batch size %.1f vs %.1f", inBatch, outBatch)},
+	}
+	// bestOf returns a candidate's strongest correlation with either tail.
+	bestOf := func(c cand) (signal string, r float64, tail string, ok bool) {
+		for _, sig := range c.signals {
+			if r1, t1, ok1 := corr[sig].best(); ok1 && (!ok || r1 > r) {
+				signal, r, tail, ok = sig, r1, t1, true
+			}
+		}
+		return signal, r, tail, ok
+	}
+	// pick returns the elevated candidate that explains the tail (r ≥
+	// causeMinR): the best r, and of candidates within causeTie of it the
+	// most elevated one.
+	pick := func(cs []cand) (best int, signal string, r float64, tail string) {
+		best = -1
+		top := math.Inf(-1)
+		for _, c := range cs {
+			if _, r1, _, ok := bestOf(c); c.elevated && ok && r1 >= causeMinR {
+				top = max(top, r1)
+			}
+		}
+		for i, c := range cs {
+			sig1, r1, t1, ok := bestOf(c)
+			if !c.elevated || !ok || r1 < causeMinR || r1 < top-causeTie {
+				continue
+			}
+			if best < 0 || c.ratio > cs[best].ratio {
+				best, signal, r, tail = i, sig1, r1, t1
+			}
+		}
+		return best, signal, r, tail
+	}
+	if !longElevated && promptElevated {
+		e.Reasons = append(e.Reasons, fmt.Sprintf("mean prompt %.0f vs %.0f tokens", inPrompt, outPrompt))
+	}
+	for _, c := range workload[1:] {
+		if c.elevated {
+			e.Reasons = append(e.Reasons, c.detail)
+		}
+	}
+	for _, c := range server {
 		if !c.elevated {
 			continue
 		}
-		if c.detail != "" {
-			e.Reasons = append(e.Reasons, c.detail)
+		d := c.detail
+		if _, r, _, ok := bestOf(c); ok {
+			d += fmt.Sprintf(" (r=%.2f)", r)
 		}
-		cr := corr[c.signal]
-		if cr.Valid && cr.R >= causeMinR && (best < 0 || cr.R > corr[cands[best].signal].R) {
-			best = i
-		}
+		e.ServerState = append(e.ServerState, d)
 	}
 	label := "cause unclear"
-	if best >= 0 {
-		e.Cause, e.CauseR = cands[best].signal, corr[cands[best].signal].R
-		label = fmt.Sprintf("likely cause: %s (r=%.2f)", cands[best].label, e.CauseR)
+	if i, sig, r, tail := pick(workload); i >= 0 {
+		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindWorkload, r, tail
+		label = fmt.Sprintf("likely cause: %s (%s; %s r=%.2f with %s)", workload[i].label, workload[i].detail, signalNames[sig], r, tail)
+	} else if i, sig, r, tail := pick(server); i >= 0 {
+		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindServer, r, tail
+		label = fmt.Sprintf("no workload change explains it; likely cause: server-side %s (%s r=%.2f with %s)", server[i].label, signalNames[sig], r, tail)
 	}
-	e.Explanation = fmt.Sprintf("frames %s–%s: %s; %s", from.UTC().Format("15:04:05"), to.UTC().Format("15:04:05"),
+	if len(e.ServerState) > 0 {
+		label += "; server state moving with it: " + strings.Join(e.ServerState, ", ")
+	}
+	layout := "15:04:05"
+	if s.Frame%time.Second != 0 {
+		layout = "15:04:05.999"
+	}
+	e.Explanation = fmt.Sprintf("frames %s–%s: %s; %s", from.UTC().Format(layout), to.UTC().Format(layout),
 		strings.Join(e.Reasons, "; "), label)
 	return e
 }
@@ -428,19 +575,37 @@ func (st *Stats) WriteText(w io.Writer) error {
 	} else {
 		ew.printf("\nno frame stands out\n")
 	}
-	ew.printf("\nper-frame p99 correlates with:")
-	for _, c := range st.Correlations {
-		if c.Valid {
-			ew.printf("  %s r=%.2f (n=%d)", c.Signal, c.R, c.N)
-		} else {
-			ew.printf("  %s n/a (n=%d)", c.Signal, c.N)
-		}
-	}
-	ew.printf("\n\n")
+	ew.printf("\n")
+	writeCorrelations(ew, "per-frame e2e p99", st.Correlations)
+	writeCorrelations(ew, "per-frame TTFT p99", st.TTFTCorrelations)
+	ew.printf("\n")
 	if ew.err != nil {
 		return ew.err
 	}
 	return s.WriteText(w)
+}
+
+// writeCorrelations writes one line: the tail's correlations, workload
+// signals then server state.
+func writeCorrelations(ew *errWriter, tail string, cs []Correlation) {
+	if len(cs) == 0 {
+		return
+	}
+	ew.printf("%s moves with", tail)
+	for _, kind := range []string{KindWorkload, KindServer} {
+		ew.printf(" — %s:", map[string]string{KindWorkload: "workload", KindServer: "server state"}[kind])
+		for _, c := range cs {
+			if c.Kind != kind {
+				continue
+			}
+			if c.Valid {
+				ew.printf(" %s r=%.2f (n=%d)", c.Signal, c.R, c.N)
+			} else {
+				ew.printf(" %s n/a (n=%d)", c.Signal, c.N)
+			}
+		}
+	}
+	ew.printf("\n")
 }
 
 func burstiness(cv float64) string {

@@ -17,10 +17,14 @@ type Summary struct {
 	Duration time.Duration `json:"duration_ns"`
 	Frame    time.Duration `json:"frame_ns"`
 
-	Requests    int64        `json:"requests"`
-	OK          int64        `json:"ok"`
-	Errors      int64        `json:"errors"`
-	Excluded    int64        `json:"excluded"` // left out by ExcludeFirst
+	Requests int64 `json:"requests"`
+	OK       int64 `json:"ok"`
+	Errors   int64 `json:"errors"`
+	Excluded int64 `json:"excluded"` // left out by ExcludeFirst
+	// Filtered counts requests Options.Filter left out; FilterText says
+	// what it keeps (both absent without a filter).
+	Filtered    int64        `json:"filtered,omitempty"`
+	FilterText  string       `json:"filter,omitempty"`
 	ErrorRate   float64      `json:"error_rate"`
 	TimeoutRate float64      `json:"timeout_rate"`
 	Classes     []ClassCount `json:"classes"`
@@ -137,6 +141,8 @@ func (a *Analyzer) Summary() *Summary {
 		Frame:          a.opt.Frame,
 		Requests:       int64(n),
 		Excluded:       a.excluded,
+		Filtered:       a.filtered,
+		FilterText:     a.opt.Filter.String(),
 		SLO:            a.opt.SLO.String(),
 		WindowQuantile: a.opt.WindowQuantile,
 	}

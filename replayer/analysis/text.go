@@ -105,6 +105,9 @@ func (s *Summary) metricRows() []struct {
 func (s *Summary) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s: %d requests, %d ok, %d errors (%s), %d excluded\n", orDash(s.Source), s.Requests, s.OK, s.Errors, pct(s.ErrorRate), s.Excluded)
+	if s.FilterText != "" {
+		ew.printf("filter: %s (%d requests left out)\n", s.FilterText, s.Filtered)
+	}
 	if s.Requests == 0 {
 		ew.printf("no requests\n")
 		return ew.err

@@ -79,6 +79,40 @@ func WeeklyIncident(seed uint64) []*formats.Exchange {
 	return xs
 }
 
+// WeeklyIncidentQueued is WeeklyIncident on a server that reports its
+// queue: the long prompts' prefill backs up a queue that drains over the
+// following frames, so every request waits its backlog and queue depth
+// tracks the tail more closely than the long-prompt share does (the
+// symptom correlates better than the cause). Deterministic per seed.
+func WeeklyIncidentQueued(seed uint64) []*formats.Exchange {
+	xs := WeeklyIncident(seed)
+	frame := func(x *formats.Exchange) int { return int(x.Ts.Sub(Start) / (5 * time.Second)) }
+	longN := map[int]int{}
+	for _, x := range xs {
+		if x.PromptTokens >= 1600 {
+			longN[frame(x)]++
+		}
+	}
+	// Backlog in long-prompt prefills: each frame's arrivals plus half of
+	// the previous frame's backlog.
+	backlog := make([]float64, frame(xs[len(xs)-1])+1)
+	for f := range backlog {
+		backlog[f] = float64(longN[f])
+		if f > 0 {
+			backlog[f] += backlog[f-1] / 2
+		}
+	}
+	for _, x := range xs {
+		b := backlog[frame(x)]
+		x.QueueDepth = int32(math.Round(b * 1.5))
+		wait := time.Duration(b * float64(60*time.Millisecond))
+		x.TTFBNs += int64(wait)
+		x.TTFTNs += int64(wait)
+		x.DurationNs += int64(wait)
+	}
+	return xs
+}
+
 // Run returns n replay results 20 ms apart from Start whose E2E is
 // lognormal around 200 ms × factor, streaming 20 tokens with TTFT a tenth
 // of E2E; deterministic per seed.
