@@ -17,7 +17,9 @@ func TestShards(t *testing.T) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	xs := evenTrace(start, 400, 5*time.Millisecond, 24) // 200 req/s for 2 s on 24 connections
 	srv := newArrivals(t, nil)
-	startAt := time.Now().Add(500 * time.Millisecond)
+	// Leave room for four plans to open on a loaded machine: a shard that
+	// starts late catches up by design, which this test does not measure.
+	startAt := time.Now().Add(2 * time.Second)
 	startMono := mono() + int64(time.Until(startAt))
 	var wg sync.WaitGroup
 	reps := make([]*Report, 4)

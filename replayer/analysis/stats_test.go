@@ -32,7 +32,10 @@ func TestStatsNamesLongPromptBurst(t *testing.T) {
 	if e.TailRatio < 2 || e.LongShare < 0.4 || e.RestLongShare > 0.1 {
 		t.Errorf("tail ratio %.1f, long share %.2f vs %.2f", e.TailRatio, e.LongShare, e.RestLongShare)
 	}
-	for _, want := range []string{"frames 14:01:00–14:02:00", "× median frame", "long-prompt share", "likely cause: long prompts (r="} {
+	if e.CauseKind != KindWorkload || e.CauseTail == "" {
+		t.Errorf("cause kind %q tail %q, want a workload cause with the tail it tracks", e.CauseKind, e.CauseTail)
+	}
+	for _, want := range []string{"frames 14:01:00–14:02:00", "× median frame", "long-prompt share", "likely cause: long prompts (share ", " r=0.9"} {
 		if !strings.Contains(e.Explanation, want) {
 			t.Errorf("explanation %q lacks %q", e.Explanation, want)
 		}
@@ -57,7 +60,8 @@ func TestStatsNamesLongPromptBurst(t *testing.T) {
 	if err := st.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"frames that stand out", "likely cause: long prompts", "batch_size r=", "(n=60)"} {
+	for _, want := range []string{"frames that stand out", "likely cause: long prompts", "batch_size r=", "(n=60)",
+		"per-frame e2e p99 moves with — workload: long_prompt_share r=", "per-frame TTFT p99 moves with", "— server state: batch_size"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("stats text lacks %q:\n%s", want, text.String())
 		}
@@ -99,5 +103,88 @@ func TestStatsQuietRecording(t *testing.T) {
 	}
 	if empty := New(Options{}).Stats(); len(empty.Outliers) != 0 || empty.ArrivalRate != 0 {
 		t.Errorf("empty stats %+v", empty)
+	}
+}
+
+// TestStatsNamesCauseNotSymptom: when the server reports a queue that the
+// long prompts back up, queue depth tracks the per-frame tail even better
+// than the long-prompt share does; the burst of long prompts is still the
+// likely cause and the queue is reported as server state moving with it.
+func TestStatsNamesCauseNotSymptom(t *testing.T) {
+	a := New(Options{})
+	for _, x := range analysistest.WeeklyIncidentQueued(7) {
+		a.AddExchange(x)
+	}
+	st := a.Stats()
+	byName := func(cs []Correlation) map[string]Correlation {
+		m := map[string]Correlation{}
+		for _, c := range cs {
+			m[c.Signal] = c
+		}
+		return m
+	}
+	e2e, ttft := byName(st.Correlations), byName(st.TTFTCorrelations)
+	// The trap this test is about: the symptom correlates better.
+	if q, l := e2e["queue_depth"], e2e["long_prompt_share"]; !q.Valid || !l.Valid || q.R <= l.R {
+		t.Fatalf("fixture: queue depth r=%.2f should beat long-prompt share r=%.2f", q.R, l.R)
+	}
+	for name, kind := range map[string]string{"long_prompt_share": KindWorkload, "prompt_tokens": KindWorkload, "rate": KindWorkload,
+		"output_tokens": KindWorkload, "batch_size": KindServer, "queue_depth": KindServer} {
+		if e2e[name].Kind != kind || ttft[name].Kind != kind || (name != "rate" && !ttft[name].Valid) { // the rate is constant
+			t.Errorf("%s: kinds %q/%q valid %v, want %s and a valid TTFT correlation", name, e2e[name].Kind, ttft[name].Kind, ttft[name].Valid, kind)
+		}
+	}
+	if len(st.Outliers) == 0 {
+		t.Fatal("no episode flagged")
+	}
+	e := st.Outliers[0]
+	if !e.Start.Equal(analysistest.BurstFrom) || e.End.Before(analysistest.BurstTo) || e.End.After(analysistest.BurstTo.Add(10*time.Second)) {
+		t.Errorf("episode %s–%s, want the burst 14:01:00–14:02:00 (its backlog may drain a frame or two later)", e.Start, e.End)
+	}
+	if (e.Cause != "long_prompt_share" && e.Cause != "prompt_tokens") || e.CauseKind != KindWorkload || e.CauseR < 0.5 {
+		t.Errorf("cause %q (%s) r=%.2f, want the long prompts", e.Cause, e.CauseKind, e.CauseR)
+	}
+	if len(e.ServerState) == 0 || !strings.HasPrefix(e.ServerState[0], "queue depth ") {
+		t.Errorf("server state %q, want queue depth first", e.ServerState)
+	}
+	for _, want := range []string{"likely cause: long prompts (share ", "; server state moving with it: queue depth ", "(r=0.9"} {
+		if !strings.Contains(e.Explanation, want) {
+			t.Errorf("explanation %q lacks %q", e.Explanation, want)
+		}
+	}
+	if strings.Contains(e.Explanation, "likely cause: queueing") || strings.Contains(e.Explanation, "server-side") {
+		t.Errorf("explanation names the symptom: %q", e.Explanation)
+	}
+}
+
+// TestStatsServerSideCause: the tail rises with queue depth while the
+// workload does not change; no workload cause is invented and the server
+// state is named for what it is.
+func TestStatsServerSideCause(t *testing.T) {
+	a := New(Options{})
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := range 600 { // 2 req/s for 5 minutes
+		at := time.Duration(i) * 500 * time.Millisecond
+		slow := at >= time.Minute && at < 90*time.Second
+		queue := int32(rng.IntN(2))
+		dur := time.Duration(200+rng.IntN(50)) * time.Millisecond
+		if slow { // the server stalls (a noisy neighbour): its queue grows
+			queue = int32(10 + rng.IntN(10))
+			dur += time.Duration(queue) * 60 * time.Millisecond
+		}
+		x := exch(at, dur, int32(400+rng.IntN(200)))
+		x.QueueDepth, x.BatchSize = queue, int32(8+rng.IntN(2))
+		a.AddExchange(x)
+	}
+	st := a.Stats()
+	if len(st.Outliers) != 1 {
+		t.Fatalf("outliers %+v, want the stall", st.Outliers)
+	}
+	e := st.Outliers[0]
+	if e.Cause != "queue_depth" || e.CauseKind != KindServer {
+		t.Errorf("cause %q (%s), want server-side queue_depth: %s", e.Cause, e.CauseKind, e.Explanation)
+	}
+	if !strings.Contains(e.Explanation, "no workload change explains it; likely cause: server-side queueing") {
+		t.Errorf("explanation %q", e.Explanation)
 	}
 }
