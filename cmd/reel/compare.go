@@ -20,13 +20,35 @@ and per-frame deltas aligned by original start. A and B are replay results
 or recordings: recording vs replay answers "did the shadow reproduce the
 incident?", baseline vs candidate "did the fix help?".
 
---fail-on takes comma-separated rules METRIC>+N% or METRIC<-N% (or an
-absolute 50ms / 0.01). A rule trips when the change crosses the threshold
-and its confidence interval excludes zero; then reel prints a one-line
-verdict and exits 1. Metrics: e2e, e2e_sched, ttfb, ttft, ttst, tpot, itl,
-lag with .p50 .p90 .p95 .p99 .p999 .max .mean (a bare p99 is e2e.p99, a
-bare ttft is ttft.p99), goodput, goodput_share, window_compliance,
-error_rate, timeout_rate, throughput, output_tokens_per_s.
+--fail-on takes comma-separated rules; each is a threshold on the change
+from A to B:
+
+  RULE      = METRIC OP THRESHOLD
+  OP        = ">" (trips when the change is above THRESHOLD)
+            | "<" (trips when the change is below THRESHOLD)
+  THRESHOLD = [+|-]N%          relative change, e.g. +10% or -40%
+            | [+|-]DURATION    absolute change of a latency, e.g. +50ms
+            | [+|-]NUMBER      absolute change of a rate or ratio, e.g. -0.01
+
+A rule trips when the change crosses its threshold and the confidence
+interval of the change excludes zero on that side (noise never trips).
+Metrics: e2e, e2e_sched, ttfb, ttft, ttst, tpot, itl, lag with .p50 .p90
+.p95 .p99 .p999 .max .mean (a bare p99 is e2e.p99, a bare ttft is
+ttft.p99), goodput, goodput_share, window_compliance, error_rate,
+timeout_rate, throughput, output_tokens_per_s, peak_output_tokens_per_s,
+requests, request_rate, concurrency, peak_in_flight, mean_batch_size.
+
+Rules are meant as regression gates ('p99>+10%': fail when p99 rose more
+than 10 %). When any rule trips reel prints a one-line verdict and exits 1:
+"REGRESSION: …" when every tripped change is a worsening, "FAIL: …"
+otherwise — a rule pointed at a drop ('ttft.p99<-40%') trips when TTFT p99
+fell more than 40 %, and the verdict marks that change "better". Each
+tripped metric is listed with its change, B's value, the interval and the
+rule; "OK: none of N rule(s) tripped" otherwise.
+
+Filters (--prompt-tokens MIN:MAX, --path, --model) apply to both runs,
+e.g. to judge short prompts alone when a fix trades their latency against
+long prompts'.
 
 exit codes: 0 no rule tripped, 1 a rule tripped, 2 misuse.
 
@@ -35,6 +57,7 @@ examples:
   reel compare ./capture ./results --slo e2e=5s --html compare.html
   reel compare ./nightly-base ./nightly-cand --fail-on 'p99>+10%,ttft.p99>+15%,goodput<-5%'
   reel compare base cand --json --resamples 2000 --seed 7
+  reel compare ./results/baseline ./results/fix --prompt-tokens :2999 --fail-on 'ttft.p99<-40%'
 
 flags:
 `
@@ -44,7 +67,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	var af analysisFlags
 	af.register(fs)
-	failOn := fs.String("fail-on", "", "regression rules, e.g. 'p99>+10%,ttft.p99>+15%,goodput<-5%'")
+	failOn := fs.String("fail-on", "", "rules METRIC>THRESHOLD or METRIC<THRESHOLD; exit 1 when one trips (grammar above), e.g. 'p99>+10%,ttft.p99>+15%,goodput<-5%'")
 	resamples := fs.Int("resamples", 500, "bootstrap resamples per metric (at most 10000)")
 	confidence := fs.Float64("confidence", 0.95, "confidence level of the intervals")
 	seed := fs.Uint64("seed", 1, "bootstrap seed (results are deterministic per seed)")

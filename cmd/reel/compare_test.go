@@ -27,6 +27,8 @@ func analysisFixtures(t *testing.T) (recording, base, noise, slow string) {
 
 func TestAnalysisCommands(t *testing.T) {
 	rec, base, noise, slow := analysisFixtures(t)
+	queued := filepath.Join(t.TempDir(), "queued")
+	analysistest.WriteDataset(t, queued, analysistest.WeeklyIncidentQueued(7))
 	html := filepath.Join(t.TempDir(), "out.html")
 	rules := "p99>+10%,ttft.p99>+15%,goodput<-5%"
 	tests := []struct {
@@ -40,16 +42,32 @@ func TestAnalysisCommands(t *testing.T) {
 		{name: "stats names the burst", args: []string{"stats", rec, "--html", html}, code: 0,
 			stdout:   []string{"frames 14:01:00–14:02:00", "likely cause: long prompts", "batch_size r="},
 			htmlWant: "likely cause: long prompts"},
+		{name: "stats names the cause, not the queue", args: []string{"stats", queued}, code: 0,
+			stdout: []string{"frames 14:01:00–14:02:05", "likely cause: long prompts", "server state moving with it: queue depth", "per-frame TTFT p99 moves with"}},
+		{name: "stats prompt filter", args: []string{"stats", rec, "--prompt-tokens", ":1599"}, code: 0,
+			stdout: []string{"filter: prompt tokens ≤ 1599 (", "requests left out)", "prompt tokens: p50 "}},
+		{name: "report prompt filter", args: []string{"report", rec, "--prompt-tokens", "1600:", "--json"}, code: 0,
+			stdout: []string{`"filter": "prompt tokens ≥ 1600"`, `"filtered": `}},
+		{name: "report model and path filters", args: []string{"report", base, "--model", "llama-3-8b", "--path", "/v1/chat/completions,/v1/completions"}, code: 0,
+			stdout: []string{"replay: 3000 requests", "filter: path /v1/chat/completions or /v1/completions, model llama-3-8b (0 requests left out)"}},
+		{name: "report filter leaves nothing", args: []string{"report", base, "--model", "absent"}, code: 0,
+			stdout: []string{"replay: 0 requests", "filter: model absent (3000 requests left out)", "no requests"}},
+		{name: "bad prompt range", args: []string{"report", base, "--prompt-tokens", "3000:100"}, code: 2,
+			stderr: []string{"--prompt-tokens", "MIN above MAX"}},
+		{name: "compare with a prompt filter", args: []string{"compare", base, slow, "--prompt-tokens", ":499", "--fail-on", "p99>+10%"}, code: 1,
+			stdout: []string{"filter: prompt tokens ≤ 499 (left out: ", "REGRESSION: e2e.p99 +"}},
+		{name: "compare improvement rule trips as FAIL", args: []string{"compare", slow, base, "--fail-on", "ttft.p99<-20%"}, code: 1,
+			stdout: []string{"FAIL: ttft.p99 -", ", better, trips rule ttft.p99<-20%"}},
 		{name: "report text", args: []string{"report", base, "--slo", "e2e=1s"}, code: 0,
 			stdout: []string{"replay: 3000 requests", "goodput", "by model:"}},
 		{name: "report json", args: []string{"report", base, "--json"}, code: 0, stdout: []string{`"e2e": {`, `"p99_ns"`}},
 		{name: "report html", args: []string{"report", base, "--html", html}, code: 0, htmlWant: "<svg"},
 		{name: "compare identical", args: []string{"compare", base, base, "--fail-on", rules, "--slo", "e2e=1s"}, code: 0,
-			stdout: []string{"OK: no regression"}},
+			stdout: []string{"OK: none of "}},
 		{name: "compare noise", args: []string{"compare", base, noise, "--fail-on", rules, "--slo", "e2e=1s"}, code: 0,
-			stdout: []string{"OK: no regression"}},
+			stdout: []string{"OK: none of "}},
 		{name: "compare regression", args: []string{"compare", base, slow, "--fail-on", rules, "--slo", "e2e=1s", "--html", html}, code: 1,
-			stdout: []string{"REGRESSION: e2e.p99 +"}, htmlWant: "REGRESSION"},
+			stdout: []string{"REGRESSION: e2e.p99 +", ", worse, trips rule p99>+10%"}, htmlWant: "REGRESSION"},
 		{name: "compare regression json", args: []string{"compare", base, slow, "--fail-on", "p99>+10%", "--json"}, code: 1,
 			stdout: []string{`"regression": true`}, stderr: []string{"REGRESSION: e2e.p99"}},
 		{name: "compare recording vs replay", args: []string{"compare", rec, base}, code: 0, stdout: []string{"A: " + rec}},

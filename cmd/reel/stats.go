@@ -18,8 +18,14 @@ Describe recorded traffic: volume, arrival rate and inter-arrival
 distribution (CV: burstiness), request-body and prompt-token distributions,
 routes and models, prefix-sharing ratio, the per-frame table (rate,
 p50/p95/p99, batch size, queue depth, long-prompt share), frames whose tail
-or mix stands out with their likely cause, and how per-frame p99 correlates
-with batch size, long-prompt share, queue depth and rate.
+or mix stands out with their likely cause, and how per-frame E2E and TTFT
+p99 correlate with workload signals (long-prompt share, mean prompt tokens,
+rate, mean output tokens) and server state (batch size, queue depth).
+
+The likely cause of a flagged episode is a workload signal raised in it
+that tracks the tail (r ≥ 0.5); server state rises with any such cause, so
+it is reported as "server state moving with it" and named as the cause
+only when no workload signal is raised in the episode at all.
 
 examples:
   reel stats ./capture
@@ -27,6 +33,7 @@ examples:
   reel stats ./capture --frame 10s --long-prompt 2000
   reel stats ./capture --json | jq '.outliers[].explanation'
   reel stats ./capture --html stats.html
+  reel stats ./capture --prompt-tokens :2999   # short prompts only
 
 flags:
 `

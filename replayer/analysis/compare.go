@@ -492,7 +492,8 @@ func normalQuantile(p float64) float64 {
 
 // Rule is one --fail-on condition: "p99>+10%" trips when B's e2e p99 is
 // more than 10 % above A's and the confidence interval of the change
-// excludes zero.
+// excludes zero; "ttft.p99<-40%" trips when B's TTFT p99 is more than 40 %
+// below A's (a threshold on the change, whichever way is better).
 type Rule struct {
 	Metric    string  // delta name, e.g. "e2e.p99"
 	Above     bool    // ">": trips on increases; "<": on decreases
@@ -590,6 +591,10 @@ type Tripped struct {
 
 // Verdict is the judgement of a comparison against --fail-on rules.
 type Verdict struct {
+	// Regression is true when any rule tripped (reel compare exits 1),
+	// whichever way the change went; Line starts "REGRESSION:" when every
+	// tripped change is a worsening and "FAIL:" otherwise (a rule such as
+	// "ttft.p99<-40%" trips on an improvement), "OK:" when none tripped.
 	Regression bool      `json:"regression"`
 	Tripped    []Tripped `json:"tripped"`
 	// Held lists rules whose threshold was crossed but whose interval
@@ -628,13 +633,29 @@ func (c *Comparison) Judge(rules []Rule) Verdict {
 	}
 	v.Regression = len(v.Tripped) > 0
 	if v.Regression {
+		// A rule is a threshold, not a judgement: one pointed at a drop
+		// ("ttft.p99<-40%") trips on an improvement. Call the verdict a
+		// regression only when every tripped change is one.
 		parts := make([]string, len(v.Tripped))
+		allWorse := true
 		for i, t := range v.Tripped {
-			parts[i] = fmt.Sprintf("%s %s (%s, CI %s) trips %s", t.Delta.Name, fmtChange(t.Delta), fmtValue(t.Delta, t.Delta.B), fmtCI(t.Delta), t.Text)
+			parts[i] = fmt.Sprintf("%s %s (%s, CI %s)", t.Delta.Name, fmtChange(t.Delta), fmtValue(t.Delta, t.Delta.B), fmtCI(t.Delta))
+			switch better(t.Delta.Name, t.Delta.B-t.Delta.A) {
+			case -1:
+				parts[i] += ", worse,"
+			case 1:
+				parts[i] += ", better,"
+			}
+			parts[i] += " trips rule " + t.Text
+			allWorse = allWorse && better(t.Delta.Name, t.Delta.B-t.Delta.A) < 0
 		}
-		v.Line = "REGRESSION: " + strings.Join(parts, "; ")
+		prefix := "FAIL: "
+		if allWorse {
+			prefix = "REGRESSION: "
+		}
+		v.Line = prefix + strings.Join(parts, "; ")
 	} else {
-		v.Line = fmt.Sprintf("OK: no regression against %d rule(s)", len(rules))
+		v.Line = fmt.Sprintf("OK: none of %d rule(s) tripped", len(rules))
 		if len(v.Held) > 0 {
 			names := make([]string, len(v.Held))
 			for i, t := range v.Held {
@@ -644,6 +665,28 @@ func (c *Comparison) Judge(rules []Rule) Verdict {
 		}
 	}
 	return v
+}
+
+// better says whether a change of metric by delta is an improvement (1), a
+// worsening (-1) or neither / not a matter of better or worse (0): lower
+// latencies and error rates are better, higher goodput, compliance and
+// throughput.
+func better(metric string, delta float64) int {
+	if delta == 0 {
+		return 0
+	}
+	sign := 1
+	if delta < 0 {
+		sign = -1
+	}
+	base, _, _ := strings.Cut(metric, ".")
+	switch base {
+	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "error_rate", "timeout_rate":
+		return -sign
+	case "goodput", "goodput_share", "window_compliance", "throughput", "output_tokens_per_s", "peak_output_tokens_per_s":
+		return sign
+	}
+	return 0 // requests, request_rate, concurrency, peak_in_flight, mean_batch_size
 }
 
 func fmtChange(d Delta) string {
@@ -685,7 +728,11 @@ func fmtCI(d Delta) string {
 // deltas.
 func (c *Comparison) WriteText(w io.Writer, nameA, nameB string) error {
 	ew := &errWriter{w: w}
-	ew.printf("A: %s (%s, %d requests)\nB: %s (%s, %d requests)\n\n", nameA, orDash(c.A.Source), c.A.Requests, nameB, orDash(c.B.Source), c.B.Requests)
+	ew.printf("A: %s (%s, %d requests)\nB: %s (%s, %d requests)\n", nameA, orDash(c.A.Source), c.A.Requests, nameB, orDash(c.B.Source), c.B.Requests)
+	if c.A.FilterText != "" || c.B.FilterText != "" {
+		ew.printf("filter: %s (left out: %d of A, %d of B)\n", orDash(c.A.FilterText), c.A.Filtered, c.B.Filtered)
+	}
+	ew.printf("\n")
 	tw := tabwriter.NewWriter(ew, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric\tA\tB\tΔ\tΔ%%\t%.0f%% CI of Δ\t\t\n", 100*c.Confidence)
 	for _, d := range c.Metrics {

@@ -78,7 +78,7 @@ func TestCompare(t *testing.T) {
 				if !names["e2e.p99"] || !names["ttft.p99"] || !names["goodput"] {
 					t.Errorf("tripped %v, want e2e.p99, ttft.p99 and goodput", names)
 				}
-				if !strings.HasPrefix(v.Line, "REGRESSION: e2e.p99 +") || strings.Contains(v.Line, "\n") {
+				if !strings.HasPrefix(v.Line, "REGRESSION: e2e.p99 +") || !strings.Contains(v.Line, ", worse, trips rule p99>+10%") || strings.Contains(v.Line, "\n") {
 					t.Errorf("verdict line %q", v.Line)
 				}
 			},
@@ -93,6 +93,18 @@ func TestCompare(t *testing.T) {
 				}
 				if fix, _ := ParseRules("p99>-10%"); c.Judge(fix).Regression {
 					t.Error("p99>-10% must hold when p99 fell by far more than 10 %")
+				}
+				// A rule pointed at a drop trips on the improvement: exit 1,
+				// but the verdict must not call it a regression.
+				drop, _ := ParseRules("ttft.p99<-20%")
+				if v := c.Judge(drop); !v.Regression || !strings.HasPrefix(v.Line, "FAIL: ttft.p99 -") ||
+					!strings.Contains(v.Line, ", better, trips rule ttft.p99<-20%") || strings.Contains(v.Line, "REGRESSION") {
+					t.Errorf("improvement rule: tripped %v, line %q", v.Regression, v.Line)
+				}
+				// Mixed: one improvement, one neutral metric tripping: still FAIL.
+				mixed, _ := ParseRules("ttft.p99<-20%,requests>-1%")
+				if v := c.Judge(mixed); !strings.HasPrefix(v.Line, "FAIL: ") {
+					t.Errorf("mixed rules: line %q", v.Line)
 				}
 			},
 		},

@@ -516,6 +516,20 @@ func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, c
 		}
 		return best, signal, r, tail
 	}
+	raisedWeakly := func(cs []cand) []string {
+		var out []string
+		for _, c := range cs {
+			if !c.elevated {
+				continue
+			}
+			if sig, r, _, ok := bestOf(c); ok {
+				out = append(out, fmt.Sprintf("%s (%s r=%.2f)", c.label, signalNames[sig], r))
+			} else {
+				out = append(out, c.label)
+			}
+		}
+		return out
+	}
 	if !longElevated && promptElevated {
 		e.Reasons = append(e.Reasons, fmt.Sprintf("mean prompt %.0f vs %.0f tokens", inPrompt, outPrompt))
 	}
@@ -538,6 +552,10 @@ func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, c
 	if i, sig, r, tail := pick(workload); i >= 0 {
 		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindWorkload, r, tail
 		label = fmt.Sprintf("likely cause: %s (%s; %s r=%.2f with %s)", workload[i].label, workload[i].detail, signalNames[sig], r, tail)
+	} else if weak := raisedWeakly(workload); len(weak) > 0 {
+		// A workload change is there but does not track the tail well
+		// enough to be named; it still rules out blaming the server.
+		label = "cause unclear: " + strings.Join(weak, ", ") + " raised but tracking the tail weakly"
 	} else if i, sig, r, tail := pick(server); i >= 0 {
 		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindServer, r, tail
 		label = fmt.Sprintf("no workload change explains it; likely cause: server-side %s (%s r=%.2f with %s)", server[i].label, signalNames[sig], r, tail)

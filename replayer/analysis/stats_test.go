@@ -157,34 +157,51 @@ func TestStatsNamesCauseNotSymptom(t *testing.T) {
 	}
 }
 
-// TestStatsServerSideCause: the tail rises with queue depth while the
-// workload does not change; no workload cause is invented and the server
-// state is named for what it is.
+// TestStatsServerSideCause: the tail rises with queue depth. When the
+// workload does not change, no workload cause is invented and the server
+// state is named for what it is; when the rate doubles, the rate is the
+// cause and the queue moves with it.
 func TestStatsServerSideCause(t *testing.T) {
-	a := New(Options{})
-	rng := rand.New(rand.NewPCG(5, 5))
-	for i := range 600 { // 2 req/s for 5 minutes
-		at := time.Duration(i) * 500 * time.Millisecond
-		slow := at >= time.Minute && at < 90*time.Second
-		queue := int32(rng.IntN(2))
-		dur := time.Duration(200+rng.IntN(50)) * time.Millisecond
-		if slow { // the server stalls (a noisy neighbour): its queue grows
-			queue = int32(10 + rng.IntN(10))
-			dur += time.Duration(queue) * 60 * time.Millisecond
-		}
-		x := exch(at, dur, int32(400+rng.IntN(200)))
-		x.QueueDepth, x.BatchSize = queue, int32(8+rng.IntN(2))
-		a.AddExchange(x)
+	tests := []struct {
+		name, cause, kind, want string
+	}{
+		{"server stalls", "queue_depth", KindServer, "no workload change explains it; likely cause: server-side queueing"},
+		{"rate doubles", "rate", KindWorkload, "likely cause: arrival rate (rate 4.0/s vs 2.0/s; rate r="},
 	}
-	st := a.Stats()
-	if len(st.Outliers) != 1 {
-		t.Fatalf("outliers %+v, want the stall", st.Outliers)
-	}
-	e := st.Outliers[0]
-	if e.Cause != "queue_depth" || e.CauseKind != KindServer {
-		t.Errorf("cause %q (%s), want server-side queue_depth: %s", e.Cause, e.CauseKind, e.Explanation)
-	}
-	if !strings.Contains(e.Explanation, "no workload change explains it; likely cause: server-side queueing") {
-		t.Errorf("explanation %q", e.Explanation)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Options{})
+			rng := rand.New(rand.NewPCG(5, 5))
+			for i := range 600 { // 2 req/s for 5 minutes
+				at := time.Duration(i) * 500 * time.Millisecond
+				slow := at >= time.Minute && at < 90*time.Second
+				n := 1
+				if slow && tt.cause == "rate" {
+					n = 2 // a second request in every slot
+				}
+				for k := range n {
+					queue := int32(rng.IntN(2))
+					dur := time.Duration(200+rng.IntN(50)) * time.Millisecond
+					if slow { // the queue grows, every request waits
+						queue = int32(10 + rng.IntN(10))
+						dur += time.Duration(queue) * 60 * time.Millisecond
+					}
+					x := exch(at+time.Duration(k)*250*time.Millisecond, dur, int32(400+rng.IntN(200)))
+					x.QueueDepth, x.BatchSize = queue, int32(8+rng.IntN(2))
+					a.AddExchange(x)
+				}
+			}
+			st := a.Stats()
+			if len(st.Outliers) != 1 {
+				t.Fatalf("outliers %+v, want the slow half-minute", st.Outliers)
+			}
+			e := st.Outliers[0]
+			if e.Cause != tt.cause || e.CauseKind != tt.kind {
+				t.Errorf("cause %q (%s), want %s (%s): %s", e.Cause, e.CauseKind, tt.cause, tt.kind, e.Explanation)
+			}
+			if !strings.Contains(e.Explanation, tt.want) || !strings.Contains(e.Explanation, "server state moving with it: queue depth ") {
+				t.Errorf("explanation %q lacks %q and the queue", e.Explanation, tt.want)
+			}
+		})
 	}
 }

@@ -117,7 +117,7 @@ func TestPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		keep(t, "compare.html", b.Bytes())
-		checkPage(t, b.String(), "OK: no regression", "A p99", "B p99", "CI of Δ", `class="sig"`, "B has the tail in 0 of them (gone in B)")
+		checkPage(t, b.String(), "OK: none of ", "A p99", "B p99", "CI of Δ", `class="sig"`, "B has the tail in 0 of them (gone in B)")
 	})
 	t.Run("empty", func(t *testing.T) {
 		var b bytes.Buffer
