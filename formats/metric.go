@@ -3,18 +3,19 @@ package formats
 import (
 	"encoding/binary"
 	"math"
+	"path/filepath"
 	"time"
 )
 
 // MetricSchema is the reel.schema value of files holding Metric rows.
 const MetricSchema = "metrics/1"
 
-// MetricsDir is where a dataset keeps the server-side samples scraped beside
-// it: DIR/_metrics/dt=YYYY-MM-DD/hour=HH/*.parquet. The leading '_' keeps
-// the exchange and result readers (and Spark) from listing those files as
-// part of the dataset; `reel stats`, `reel report` and `reel compare` look
-// there for them.
-const MetricsDir = "_metrics"
+// MetricsDir returns where the server-side samples scraped beside the
+// dataset or result set in dir are kept: the sibling directory DIR.metrics
+// (DIR.metrics/dt=YYYY-MM-DD/hour=HH/*.parquet). A sibling rather than a
+// subdirectory, so that query engines reading DIR/**/*.parquet see one
+// schema; `reel stats`, `reel report` and `reel compare` look there.
+func MetricsDir(dir string) string { return filepath.Clean(dir) + ".metrics" }
 
 // Metric is one scraped Prometheus sample: a row of the metrics/1 schema.
 // Counters, histograms and summaries are stored raw, as exposed (histogram

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -63,17 +62,17 @@ func TestRoundTripMetric(t *testing.T) {
 	}
 }
 
-// Metrics kept under DIR/_metrics do not disturb the readers of the dataset
+// Metrics kept in DIR.metrics do not disturb the readers of the dataset
 // beside them, and each reader refuses the other's files.
 func TestMetricsBesideResults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeAll(t, WriterOptions{Dir: dir}, []Result{testResult(1, 0), testResult(2, time.Second)})
-	writeAll(t, WriterOptions{Dir: filepath.Join(dir, MetricsDir)}, []Metric{testMetric(0, 0, 1)})
+	writeAll(t, WriterOptions{Dir: MetricsDir(dir)}, []Metric{testMetric(0, 0, 1)})
 	if got := readAll[Result](t, []string{dir}, ReaderOptions{}); len(got) != 2 {
 		t.Fatalf("results: got %d rows, want 2", len(got))
 	}
-	if got := readAll[Metric](t, []string{filepath.Join(dir, MetricsDir)}, ReaderOptions{}); len(got) != 1 {
+	if got := readAll[Metric](t, []string{MetricsDir(dir)}, ReaderOptions{}); len(got) != 1 {
 		t.Fatalf("metrics: got %d rows, want 1", len(got))
 	}
 	_, err := OpenReader[Metric](context.Background(), []string{mustList(t, dir)[0]}, ReaderOptions{})

@@ -52,7 +52,7 @@ Examples:
   reel record --upstream http://127.0.0.1:8000 --out data \
       --context-header x-batch-size --context-header x-queue-depth --context-header x-gpu-id
 
-  # sidecar that also samples the server's vLLM metrics every second (into data/_metrics)
+  # sidecar that also samples the server's vLLM metrics every second (into data.metrics)
   reel record --upstream http://127.0.0.1:8000 --out data --scrape http://127.0.0.1:8000/metrics
 
   # passive capture of the gateway's port, no proxy in the path (root or CAP_NET_RAW)
@@ -183,7 +183,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer stopMetrics()
 	if f.scrape.enabled() {
-		run, err := f.scrape.start(ctx, f.out, "scrape-"+f.recorderID, stderr)
+		run, err := f.scrape.start(ctx, formats.MetricsDir(f.out), "scrape-"+f.recorderID, stderr)
 		if err != nil {
 			closeEnv(context.Background())
 			return err

@@ -42,7 +42,7 @@ Examples:
   reel replay data/ --target http://shadow:8000 --out results/sweep \
       --speed 1,1.5,2,3 --slo ttft=300ms,e2e=5s --pin-output --include-usage
 
-  # scrape the shadow's vLLM and DCGM metrics on the run's clock (into results/wed/_metrics);
+  # scrape the shadow's vLLM and DCGM metrics on the run's clock (into results/wed.metrics);
   # the summary then says which server-side signal moves with the tail
   reel replay data/ --target http://shadow:8000 --out results/wed \
       --scrape http://shadow:8000/metrics --scrape http://shadow:9400/metrics --scrape-every 1s
@@ -167,9 +167,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), opts.Selection.Shard, redactedURL(opts.Target))
 	}
 	newSink := func(speed float64) (replayer.Sink, error) {
-		dir := f.out
+		dir, metricsDir := f.out, formats.MetricsDir(f.out)
 		if len(speeds) > 1 {
-			dir = filepath.Join(f.out, "speed="+strconv.FormatFloat(speed, 'g', -1, 64))
+			// One result set per speed, as a Hive partition, so a query
+			// engine sees a speed column; their metrics stay outside the tree.
+			part := "speed=" + strconv.FormatFloat(speed, 'g', -1, 64)
+			dir, metricsDir = filepath.Join(f.out, part), filepath.Join(metricsDir, part)
 		}
 		w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
 			Dir: dir, Recorder: replayWriterName(opts.Selection.Shard), Source: "replay:" + plan.RunID(),
@@ -178,7 +181,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return nil, err
 		}
-		return f.scrape.withScrape(ctx, w, dir, replayWriterName(opts.Selection.Shard), stderr)
+		return f.scrape.withScrape(ctx, w, metricsDir, replayWriterName(opts.Selection.Shard), stderr)
 	}
 	if len(speeds) == 1 {
 		sink, err := newSink(speeds[0])

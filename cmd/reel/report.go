@@ -69,7 +69,7 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.paths, "path", nil, "only requests to these paths (exact, without query; repeatable or comma-separated)")
 	fs.StringSliceVar(&f.models, "model", nil, "only requests for these models (exact; repeatable or comma-separated)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files with a warning (default: fail)")
-	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR/_metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
+	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR.metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
 }
 
 // options turns the flags into analysis and reader options.

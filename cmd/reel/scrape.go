@@ -1,14 +1,13 @@
 package main
 
 // Server-side signals on the command line: --scrape for replay and record
-// (samples into DIR/_metrics), --series for stats, report and compare.
+// (samples into DIR.metrics), --series for stats, report and compare.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,7 +26,7 @@ type scrapeFlags struct {
 }
 
 func (f *scrapeFlags) register(fs *pflag.FlagSet, whose string) {
-	fs.StringArrayVar(&f.urls, "scrape", nil, "scrape this Prometheus endpoint ("+whose+" /metrics, DCGM exporter) during the run into DIR/"+formats.MetricsDir+" (repeatable)")
+	fs.StringArrayVar(&f.urls, "scrape", nil, "scrape this Prometheus endpoint ("+whose+" /metrics, DCGM exporter) during the run into DIR.metrics beside the output (repeatable)")
 	fs.DurationVar(&f.every, "scrape-every", scrape.DefaultEvery, "scrape interval, on whole multiples of the wall clock")
 	fs.DurationVar(&f.timeout, "scrape-timeout", 0, "give up on one scrape after this long (0: --scrape-every, at most 10s); a slow endpoint never delays traffic")
 	fs.StringSliceVar(&f.series, "scrape-series", nil, "store only these metric families (default: all the endpoint serves)")
@@ -53,11 +52,11 @@ type scrapeRun struct {
 	stderr io.Writer
 }
 
-// startScrape opens DIR/_metrics and starts scraping into it; name is the
-// writer's recorder id there.
+// start opens the metrics dataset in dir (formats.MetricsDir of the output)
+// and starts scraping into it; name is the writer's recorder id there.
 func (f *scrapeFlags) start(ctx context.Context, dir, name string, stderr io.Writer) (*scrapeRun, error) {
 	w, err := formats.NewWriter[formats.Metric](ctx, formats.WriterOptions{
-		Dir: filepath.Join(dir, formats.MetricsDir), Recorder: name, Source: "scrape",
+		Dir: dir, Recorder: name, Source: "scrape",
 		RowGroupBytes: 4 << 20,
 	})
 	if err != nil {

@@ -132,7 +132,7 @@ func TestReplayScrapeSimulator(t *testing.T) {
 	}
 
 	// Cadence: one scrape every 125 ms of wall clock, on its multiples.
-	metrics := readRows[formats.Metric](t, filepath.Join(out, formats.MetricsDir))
+	metrics := readRows[formats.Metric](t, formats.MetricsDir(out))
 	var waits []formats.Metric
 	for _, m := range metrics {
 		if m.Name == "vllm:num_requests_waiting" {
@@ -272,7 +272,7 @@ func TestReplayScrapeBadEndpoints(t *testing.T) {
 			t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
-	metrics := readRows[formats.Metric](t, filepath.Join(out, formats.MetricsDir))
+	metrics := readRows[formats.Metric](t, formats.MetricsDir(out))
 	for _, m := range metrics {
 		if m.Source != sim.URL+"/metrics" {
 			t.Fatalf("sample from %s", m.Source)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -71,7 +70,7 @@ func each[T formats.Record](ctx context.Context, dir string, from, to time.Time,
 	}
 }
 
-// scraping samples a server's /metrics into dir/_metrics (the layout reel
+// scraping samples a server's /metrics into dir.metrics (the layout reel
 // record --scrape and reel replay --scrape use) until stop.
 type scraping struct {
 	s *scrape.Scraper
@@ -80,7 +79,7 @@ type scraping struct {
 
 func startScrape(ctx context.Context, dir, name, url string, every time.Duration) (*scraping, error) {
 	w, err := formats.NewWriter[formats.Metric](ctx, formats.WriterOptions{
-		Dir: filepath.Join(dir, formats.MetricsDir), Recorder: "scrape-" + name, Source: "scrape",
+		Dir: formats.MetricsDir(dir), Recorder: "scrape-" + name, Source: "scrape",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open metrics: %w", err)

@@ -237,7 +237,7 @@ func (s *story) record(ctx context.Context) error {
 	s.f.Recorded = ws.Records
 	nb.say("%d exchanges written to %d Parquet file(s) under %s", ws.Records, len(files), s.recDir)
 	nb.say("%d samples of the server's /metrics in %s (%d scrapes failed)", scraped.Written,
-		filepath.Join(s.recDir, formats.MetricsDir), scraped.Failed())
+		formats.MetricsDir(s.recDir), scraped.Failed())
 	if n := warnings.Load(); n > 0 {
 		nb.say("%d exchanges were dropped by the fail-open pipeline (traffic was not affected)", n)
 	}

@@ -1,7 +1,7 @@
 package analysis
 
 // Server-side signals: Prometheus samples scraped beside a recording or a
-// replay (metrics/1, under DIR/_metrics), aligned with the frames of the
+// replay (metrics/1, in DIR.metrics beside the dataset), aligned with the frames of the
 // client-side analysis, and correlated with the per-frame tail.
 
 import (
@@ -91,9 +91,10 @@ type SignalFrame struct {
 	Max   float64   `json:"max"`
 }
 
-// MetricsPaths returns the metrics directories kept beside datasets
-// (DIR/_metrics, see formats.MetricsDir) for paths that are directories or
-// globs of directories.
+// MetricsPaths returns the metrics datasets kept beside datasets (see
+// formats.MetricsDir) for paths that are directories or globs of
+// directories. A speed partition of a sweep (RUN/speed=2) keeps its metrics
+// in the run's metrics directory (RUN.metrics/speed=2).
 func MetricsPaths(paths []string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -103,10 +104,13 @@ func MetricsPaths(paths []string) []string {
 			matches, _ = filepath.Glob(p)
 		}
 		for _, m := range matches {
-			dir := filepath.Join(m, formats.MetricsDir)
-			if st, err := os.Stat(dir); err == nil && st.IsDir() && !seen[dir] {
-				seen[dir] = true
-				out = append(out, dir)
+			m = filepath.Clean(m)
+			for _, dir := range []string{formats.MetricsDir(m), filepath.Join(formats.MetricsDir(filepath.Dir(m)), filepath.Base(m))} {
+				if st, err := os.Stat(dir); err == nil && st.IsDir() && !seen[dir] {
+					seen[dir] = true
+					out = append(out, dir)
+					break
+				}
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +95,7 @@ func TestSignalsRecording(t *testing.T) {
 	// A sample exactly at a frame's start belongs to it; 1 ns before, to the
 	// one before.
 	ms = append(ms, metric(sigT0.Add(8*time.Second-time.Nanosecond), "vllm:num_requests_waiting", 100, nil))
-	writeRows(t, filepath.Join(dir, formats.MetricsDir), ms)
+	writeRows(t, formats.MetricsDir(dir), ms)
 
 	s, sig := loadFor(t, dir, []string{"vllm:num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL", "vllm:prompt_tokens_total", "vllm:num_requests_running", "absent"})
 	if sig == nil || sig.Clock != "recording" || len(s.Frames) != 10 {
@@ -165,7 +165,7 @@ func TestSignalsNoneAndFlat(t *testing.T) {
 	for k := range 20 {
 		ms = append(ms, metric(sigT0.Add(time.Duration(k)*500*time.Millisecond), "vllm:gpu_cache_usage_perc", float64(k%2)/2, nil))
 	}
-	writeRows(t, filepath.Join(dir, formats.MetricsDir), ms)
+	writeRows(t, formats.MetricsDir(dir), ms)
 	_, sig := loadFor(t, dir, nil)
 	if sig == nil || sig.Mover != "" || !strings.Contains(sig.Explanation, "no scraped signal moves with the tail") {
 		t.Fatalf("flat KV usage: %+v", sig)
@@ -200,7 +200,7 @@ func TestSignalsReplayClock(t *testing.T) {
 		}
 		ms = append(ms, metric(at, "vllm:num_requests_waiting", v, nil))
 	}
-	writeRows(t, filepath.Join(dir, formats.MetricsDir), ms)
+	writeRows(t, formats.MetricsDir(dir), ms)
 	s, sig := loadFor(t, dir, nil)
 	if sig == nil || sig.Clock != "replay" || len(sig.Series) != 1 {
 		t.Fatalf("signals %+v", sig)
@@ -255,5 +255,28 @@ func TestCompareSignalsText(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\nA server side: waiting-queue depth moves with the tail\n") || strings.Contains(b.String(), "B server side") {
 		t.Fatalf("compare text:\n%s", b.String())
+	}
+}
+
+// Metrics are found beside a dataset, and beside a sweep for one of its
+// speed partitions; a dataset without scraped metrics has none.
+func TestMetricsPaths(t *testing.T) {
+	root := t.TempDir()
+	run := root + "/run"
+	for _, d := range []string{run + "/speed=2", run + ".metrics/speed=2", root + "/rec", root + "/rec.metrics", root + "/bare"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ path, want string }{
+		{root + "/rec/", root + "/rec.metrics"},
+		{run + "/speed=2", run + ".metrics/speed=2"},
+		{run, run + ".metrics"},
+		{root + "/bare", ""},
+	} {
+		got := MetricsPaths([]string{tc.path})
+		if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+			t.Errorf("MetricsPaths(%s) = %v, want %q", tc.path, got, tc.want)
+		}
 	}
 }
