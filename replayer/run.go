@@ -247,6 +247,7 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	var cur time.Time
 	var curIdx int
 	var frameSent int64
+	var prevSched int64 // the previous request's due time: its gap sizes the precise wait
 	var runErr error
 loop:
 	for j := range jobs {
@@ -280,10 +281,11 @@ loop:
 		off := int64(float64(j.it.at-base) / speed)
 		j.sched = start + off
 		j.off = j.sched - runStart
-		if err := waitUntil(reqCtx, j.sched, spin, timer); err != nil {
+		if err := waitUntil(reqCtx, j.sched, spinFor(spin, j.sched-prevSched), timer); err != nil {
 			runErr = err
 			break
 		}
+		prevSched = j.sched
 		if err := snd.dispatch(j); err != nil {
 			runErr = err
 			break

@@ -115,6 +115,7 @@ func lag(args []string) error {
 	inflight := fs.Int("max-inflight", 0, "cap on requests in flight (0: none)")
 	cpuprof := fs.String("cpuprofile", "", "write a CPU profile here")
 	conns := fs.Int("conns", 0, "pooled connections at most (0: reel's default, -1: no limit)")
+	spin := fs.Duration("spin", 0, "precise-wait window before each due time (0: reel's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func lag(args []string) error {
 		return &synthetic{t0: t0, gap: gap, n: n}, nil
 	}
 	ctx := context.Background()
-	plan, err := replayer.NewPlan(ctx, open, replayer.Options{Target: u, Workers: *workers, MaxInflight: *inflight, PoolConns: *conns,
+	plan, err := replayer.NewPlan(ctx, open, replayer.Options{Target: u, Workers: *workers, MaxInflight: *inflight, PoolConns: *conns, SpinWindow: *spin,
 		Timeout: 10 * time.Second, Selection: replayer.Selection{Frame: time.Hour}})
 	if err != nil {
 		return err
