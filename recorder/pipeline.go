@@ -105,6 +105,11 @@ type Pipeline struct {
 	mu     sync.RWMutex // guards closed and sending on queue
 	closed bool
 	queue  chan item
+	// stop is closed by Close before it takes mu, so a SubmitWait blocked
+	// on a full queue (holding mu's read lock) gives up instead of holding
+	// Close past its ctx.
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	queued   atomic.Int64 // exchanges in queue
 	qbytes   atomic.Int64 // body bytes queued or being written
@@ -135,6 +140,7 @@ func NewPipeline(sink Sink, red Redactor, opts PipelineOptions) *Pipeline {
 		queue:   make(chan item, opts.Queue),
 		written: make(chan item, opts.Workers*4),
 		done:    make(chan struct{}),
+		stop:    make(chan struct{}),
 	}
 	if opts.Sample > 0 && opts.Sample < 1 {
 		p.sampleT = uint64(opts.Sample * math.MaxUint64)
@@ -219,6 +225,8 @@ func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-p.stop:
+			return ErrPipelineClosed
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -235,6 +243,9 @@ func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
 	case <-ctx.Done():
 		p.qbytes.Add(-size)
 		return ctx.Err()
+	case <-p.stop:
+		p.qbytes.Add(-size)
+		return ErrPipelineClosed
 	}
 }
 
@@ -300,6 +311,7 @@ func (p *Pipeline) warn(err error) {
 // sink. If ctx ends first, Close returns its error and leaves the rest to
 // the sink's spool; the writer goroutine finishes in the background.
 func (p *Pipeline) Close(ctx context.Context) error {
+	p.stopOnce.Do(func() { close(p.stop) })
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true

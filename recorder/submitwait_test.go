@@ -41,3 +41,52 @@ func TestSubmitWaitLosesNothing(t *testing.T) {
 		t.Fatalf("SubmitWait after Close = %v, want ErrPipelineClosed", err)
 	}
 }
+
+// stuckSink blocks every Write until release is closed, like a hung disk.
+type stuckSink struct{ release chan struct{} }
+
+func (s *stuckSink) Write(*formats.Exchange) error { <-s.release; return nil }
+func (s *stuckSink) Close() error                  { return nil }
+
+// With the sink stuck and the queue full, a SubmitWait waiting for room
+// must not hold Close past its ctx: Close returns the ctx error and the
+// waiting SubmitWait gets ErrPipelineClosed.
+func TestCloseNotHeldBySubmitWait(t *testing.T) {
+	sink := &stuckSink{release: make(chan struct{})}
+	defer close(sink.release)
+	p := NewPipeline(sink, nil, PipelineOptions{Queue: 1, Workers: 1})
+	// Fill everything between Submit and the sink: the writer's Write, the
+	// written buffer, the worker and the queue. Give the goroutines time to
+	// take items (bounded: on a loaded machine some Submits may just drop).
+	for i := 0; i < 200 && p.queued.Load() == 0; i++ {
+		p.Submit(&formats.Exchange{Seq: int64(i)})
+		time.Sleep(time.Millisecond)
+	}
+	if p.queued.Load() == 0 {
+		t.Fatal("queue never filled")
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- p.SubmitWait(context.Background(), &formats.Exchange{Seq: -1}) }()
+	time.Sleep(20 * time.Millisecond) // let SubmitWait block on the full queue
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(ctx) }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v, want the ctx deadline (sink is stuck)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close blocked past its ctx by a waiting SubmitWait")
+	}
+	select {
+	case err := <-waitErr:
+		if !errors.Is(err, ErrPipelineClosed) {
+			t.Fatalf("SubmitWait = %v, want ErrPipelineClosed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SubmitWait still blocked after Close")
+	}
+}

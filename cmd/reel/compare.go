@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -78,11 +80,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.PrintDefaults()
 	}
 	const hint = "reel compare ./results-base ./results-fix --fail-on 'p99>+10%'"
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: hint}
+	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
 		return &usageError{msg: fmt.Sprintf("want two runs A and B, got %d", fs.NArg()), hint: hint}
@@ -95,6 +94,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *failOn != "" {
 		if rules, err = analysis.ParseRules(*failOn); err != nil {
 			return &usageError{msg: err.Error(), hint: hint}
+		}
+		for _, r := range rules {
+			// A bare number on a latency is nanoseconds: "p99>10" almost
+			// certainly meant +10% or +10ms, so ask for the unit.
+			if latency := strings.Contains(r.Metric, "."); latency && !r.Relative && r.Threshold != 0 && math.Abs(r.Threshold) < float64(time.Microsecond) {
+				return &usageError{msg: fmt.Sprintf("rule %q: a latency threshold needs %% or a unit (e.g. +10%% or +50ms)", r.Text), hint: hint}
+			}
 		}
 	}
 	if *confidence <= 0 || *confidence >= 1 {

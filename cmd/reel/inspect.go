@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -75,11 +74,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprint(stderr, inspectUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: "reel inspect ./capture"}
+	if helped, err := parseFlags(fs, args, "reel inspect ./capture"); helped || err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return &usageError{msg: "no dataset given", hint: "reel inspect ./capture"}

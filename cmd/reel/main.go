@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/spf13/pflag"
 )
 
 // command is one subcommand: its one-line summary and its entry point.
@@ -24,7 +26,7 @@ type command struct {
 
 // commands lists every subcommand. Each entry's run lives in <name>.go.
 var commands = map[string]command{
-	"record":  {"record gateway traffic into a dataset (sidecar proxy)", runRecord},
+	"record":  {"record gateway traffic into a dataset: sidecar proxy, capture, pcap or access-log import", runRecord},
 	"version": {"print reel's version", runVersion},
 	"replay":  {"replay a recorded window against a shadow target, on the original clock", runReplay},
 	"inspect": {"summarise a dataset: files, rows, time range, bytes", runInspect},
@@ -103,4 +105,17 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintln(w, "\nrun 'reel COMMAND --help' for a command's flags and examples.")
+}
+
+// parseFlags parses args into fs. helped is true when the user asked for
+// --help (pflag has already printed the usage); any other parse failure
+// comes back as a usageError carrying hint.
+func parseFlags(fs *pflag.FlagSet, args []string, hint string) (helped bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, &usageError{msg: err.Error(), hint: hint}
+	}
+	return false, nil
 }

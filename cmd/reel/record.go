@@ -127,11 +127,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: "reel record --help"}
+	if helped, err := parseFlags(fs, args, "reel record --help"); helped || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint: "reel record --out DIR --upstream URL"}
@@ -157,6 +154,12 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	}
 
+	if f.capture.iface != "" || len(f.capture.pcaps) > 0 {
+		// Check --port before anything is opened or written.
+		if _, err := parsePorts(f.capture.ports); err != nil {
+			return err
+		}
+	}
 	if err := f.scrape.check("reel record --out DIR --upstream URL --scrape http://127.0.0.1:8000/metrics"); err != nil {
 		return err
 	}
@@ -272,7 +275,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 	closeEnv := func(ctx context.Context) error {
 		err := pipe.Close(ctx)
 		st := w.Stats()
-		fmt.Fprintf(stderr, "reel record: %d exchanges written, %d files closed\n", st.Records, st.FilesClosed)
+		fmt.Fprintf(stderr, "reel record: %d exchanges written, %d file(s) closed\n", st.Records, st.FilesClosed)
 		if err != nil {
 			return fmt.Errorf("close dataset: %w", err)
 		}

@@ -53,24 +53,23 @@ func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stderr, redactUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: "reel redact --help"}
+	if helped, err := parseFlags(fs, args, "reel redact --help"); helped || err != nil {
+		return err
+	}
+	// Misuse is reported before the key is read, so it is not buried
+	// under the missing-key warning.
+	if *explain && (*body == "" || fs.NArg() > 0) {
+		return &usageError{msg: "--explain takes one body file and no datasets", hint: "reel redact --explain --body request.json"}
+	}
+	if !*explain && fs.NArg() < 2 {
+		return &usageError{msg: "need an input dataset and an output directory", hint: "reel redact ./raw-capture ./capture"}
 	}
 	r, err := openRedactor(*policyFile, *keyFile, stderr)
 	if err != nil {
 		return err
 	}
 	if *explain {
-		if *body == "" || fs.NArg() > 0 {
-			return &usageError{msg: "--explain takes one body file and no datasets", hint: "reel redact --explain --body request.json"}
-		}
 		return explainBody(r, *body, *contentType, *response, *asJSON, stdout)
-	}
-	if fs.NArg() < 2 {
-		return &usageError{msg: "need an input dataset and an output directory", hint: "reel redact ./raw-capture ./capture"}
 	}
 	in, out := fs.Args()[:fs.NArg()-1], fs.Arg(fs.NArg()-1)
 	return redactDataset(ctx, r, in, out, *recorder, *skipBad, stdout, stderr)

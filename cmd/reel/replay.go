@@ -117,11 +117,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	f.scrape.register(fs, "the shadow's")
 	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that never delays a send); for >10k req/s of short requests on a small machine")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: "reel replay --help"}
+	if helped, err := parseFlags(fs, args, "reel replay --help"); helped || err != nil {
+		return err
 	}
 	const hint = "reel replay DATASET --target http://shadow:8000 --out results"
 	if fs.NArg() == 0 {

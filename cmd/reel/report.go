@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,11 +183,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.PrintDefaults()
 	}
 	const hint = "reel report ./results --slo e2e=5s"
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: hint}
+	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return &usageError{msg: "no results given", hint: hint}

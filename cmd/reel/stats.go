@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,11 +49,8 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	const hint = "reel stats ./capture"
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return &usageError{msg: err.Error(), hint: hint}
+	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return &usageError{msg: "no dataset given", hint: hint}

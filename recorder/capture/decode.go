@@ -2,7 +2,6 @@ package capture
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -40,8 +39,6 @@ const (
 	skipNoConn    = "no_conn"      // a bare ACK/FIN/RST of no tracked connection
 	skipUnknownIf = "unknown_intf" // pcapng packet naming an interface never described
 )
-
-var errSkip = errors.New("packet skipped")
 
 // decoder turns one captured frame into an IP flow and a decoded TCP layer.
 // It decodes link layers itself (Ethernet with VLAN tags, Linux SLL and

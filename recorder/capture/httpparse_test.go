@@ -13,7 +13,6 @@ import (
 type eventLog struct {
 	b       strings.Builder
 	respFor []string // request methods, in order, for response framing
-	n       int
 }
 
 func (l *eventLog) msgStart(resp bool, ts time.Time, pos int64) {}

@@ -196,9 +196,9 @@ type Scraper struct {
 // target is one endpoint's state; its counters are updated by its goroutine
 // and read by Stats.
 type target struct {
-	url    string // as requested
-	source string // as stored: no credentials
-	mu     sync.Mutex
+	url    string     // as requested
+	source string     // as stored: no credentials
+	mu     sync.Mutex // guards stats
 	stats  TargetStats
 }
 

@@ -120,9 +120,7 @@ func TestScrapeRawSamplesAtCadence(t *testing.T) {
 		"vllm:e2e_request_latency_seconds_bucket{le=0.5}": 1, "vllm:e2e_request_latency_seconds_bucket{le=+Inf}": 2,
 		"vllm:e2e_request_latency_seconds_sum": 1.5, "vllm:e2e_request_latency_seconds_count": 2,
 	}
-	var times []int64
 	for ts, got := range perScrape {
-		times = append(times, ts)
 		for k, v := range want {
 			if got[k] != v {
 				t.Fatalf("scrape at %d: %s = %v, want %v (got %v)", ts, k, got[k], v, got)
