@@ -492,9 +492,7 @@ func (j *job) note(suffix, action, why, rule string, before []byte) int {
 	if !j.explain {
 		return -1
 	}
-	if strings.Contains(why, "%s") {
-		why = strings.Replace(why, "%s", rule, 1)
-	}
+	why = strings.Replace(why, "%s", rule, 1)
 	j.expl = append(j.expl, Explanation{Field: j.pathString() + suffix, Action: action, Why: why, Before: string(before)})
 	return len(j.expl) - 1
 }

@@ -186,6 +186,7 @@ type Scraper struct {
 	cancel  context.CancelFunc
 	loops   sync.WaitGroup // endpoint goroutines
 	drained chan struct{}  // closed when the writer goroutine ends
+	closing sync.Once      // Close stops everything once
 
 	written, dropped, writeErrs atomic.Int64
 
@@ -248,10 +249,12 @@ func Start(ctx context.Context, sink Sink, opts Options) (*Scraper, error) {
 // hands the queued samples to the sink and reports the final counts. It
 // does not close the sink.
 func (s *Scraper) Close() Stats {
-	s.cancel()
-	s.loops.Wait()
-	close(s.queue)
-	<-s.drained
+	s.closing.Do(func() {
+		s.cancel()
+		s.loops.Wait()
+		close(s.queue)
+		<-s.drained
+	})
 	return s.Stats()
 }
 
