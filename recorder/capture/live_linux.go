@@ -80,11 +80,27 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 		closed  bool
 		stopped atomic.Bool
 		readErr = make(chan error, 1)
+
+		handleMu     sync.Mutex // guards handleClosed: Stats and SetBPF never run on a closed (possibly reused) fd
+		handleClosed bool
 	)
+	withHandle := func(f func()) {
+		handleMu.Lock()
+		defer handleMu.Unlock()
+		if !handleClosed {
+			f()
+		}
+	}
 	go func() {
 		// Close cannot interrupt a blocked read, so this goroutine owns the
-		// handle and closes it after the first read that follows the stop.
-		defer h.Close()
+		// handle and closes it after the first read that follows the stop
+		// (or fails).
+		defer func() {
+			handleMu.Lock()
+			h.Close()
+			handleClosed = true
+			handleMu.Unlock()
+		}()
 		for {
 			data, ci, err := h.ZeroCopyReadPacketData()
 			if stopped.Load() {
@@ -105,10 +121,12 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	tick := time.NewTicker(opts.StatsEvery)
 	defer tick.Stop()
 	readStats := func() {
-		if st, err := h.Stats(); err == nil {
-			// tp_packets includes the dropped ones.
-			e.stats.addKernel(uint64(st.Packets), uint64(st.Drops))
-		}
+		withHandle(func() {
+			if st, err := h.Stats(); err == nil {
+				// tp_packets includes the dropped ones.
+				e.stats.addKernel(uint64(st.Packets), uint64(st.Drops))
+			}
+		})
 	}
 	var runErr error
 loop:
@@ -134,7 +152,7 @@ loop:
 	mu.Unlock()
 	// Open the filter before raising stopped: the reader closes the handle
 	// only after it sees stopped.
-	openFilter(h)
+	withHandle(func() { openFilter(h) })
 	stopped.Store(true)
 	if loopback {
 		pokeLoopback()
