@@ -89,8 +89,11 @@ func ListFiles(paths []string) ([]string, error) {
 				continue // a glob does not pick temporary files or the spool
 			}
 			st, err := os.Stat(m)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s: %w", m, fs.ErrNotExist)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("list: %w", err)
+				return nil, err // os.Stat names the path and the step
 			}
 			if !st.IsDir() {
 				add(m)
