@@ -2,18 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 	"github.com/reelkit/reel/replayer/analysis/htmlreport"
 )
 
@@ -40,173 +30,19 @@ left out. Requests of unknown prompt length are left out by --prompt-tokens.
 flags:
 `
 
-// analysisFlags are the flags stats, report and compare share.
-type analysisFlags struct {
-	frame, excludeFirst time.Duration
-	slo, buckets        string
-	from, to            string
-	windowQuantile      float64
-	minCompliance       float64
-	longPrompt          int32
-	skipBad             bool
-	series              []string // server-side series (scrape.go)
-	promptTokens        string   // MIN:MAX filter
-	paths, models       []string // filters
-}
-
-func (f *analysisFlags) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&f.frame, "frame", 5*time.Second, "frame (window) length")
-	fs.StringVar(&f.slo, "slo", "", "per-request SLO, each ≤ (e.g. ttft=300ms,tpot=50ms,e2e=5s)")
-	fs.DurationVar(&f.excludeFirst, "exclude-first", 0, "leave the first span of the run out of the metrics")
-	fs.Float64Var(&f.windowQuantile, "window-quantile", 0.95, "quantile each frame must keep within the SLO")
-	fs.Float64Var(&f.minCompliance, "min-compliance", 1, "window compliance at which the run meets the SLO")
-	fs.StringVar(&f.buckets, "buckets", "512,2048,8192", "prompt-length bucket bounds in tokens (short,medium,long,very long)")
-	fs.Int32Var(&f.longPrompt, "long-prompt", 0, "prompt tokens from which a prompt counts as long (default 2 × median)")
-	fs.StringVar(&f.from, "from", "", "only rows at or after this time (RFC 3339)")
-	fs.StringVar(&f.to, "to", "", "only rows before this time (RFC 3339)")
-	fs.StringVar(&f.promptTokens, "prompt-tokens", "", "only requests with MIN:MAX prompt tokens, inclusive, either end optional (e.g. :2999 short, 3000: long)")
-	fs.StringSliceVar(&f.paths, "path", nil, "only requests to these paths (exact, without query; repeatable or comma-separated)")
-	fs.StringSliceVar(&f.models, "model", nil, "only requests for these models (exact; repeatable or comma-separated)")
-	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files with a warning (default: fail)")
-	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR.metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
-}
-
-// options turns the flags into analysis and reader options.
-func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.ReaderOptions, error) {
-	slo, err := analysis.ParseSLO(f.slo)
-	if err != nil {
-		return analysis.Options{}, formats.ReaderOptions{}, err
-	}
-	if f.frame <= 0 {
-		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--frame must be positive, got %s", f.frame)
-	}
-	switch f.windowQuantile {
-	case 0.5, 0.9, 0.95, 0.99, 0.999, 1:
-	default:
-		if f.windowQuantile <= 0 || f.windowQuantile > 1 {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--window-quantile must be in (0, 1], got %g", f.windowQuantile)
-		}
-	}
-	var bounds []int32
-	for _, s := range strings.Split(f.buckets, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || v <= 0 || (len(bounds) > 0 && int32(v) <= bounds[len(bounds)-1]) {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--buckets %q: want ascending positive token counts", f.buckets)
-		}
-		bounds = append(bounds, int32(v))
-	}
-	ro := formats.ReaderOptions{SkipBad: f.skipBad, Warn: func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) }}
-	if ro.From, err = parseAnalysisTime("--from", f.from); err != nil {
-		return analysis.Options{}, formats.ReaderOptions{}, err
-	}
-	if ro.To, err = parseAnalysisTime("--to", f.to); err != nil {
-		return analysis.Options{}, formats.ReaderOptions{}, err
-	}
-	filter := analysis.Filter{Paths: nonEmpty(f.paths), Models: nonEmpty(f.models)}
-	if f.promptTokens != "" {
-		if err := filter.ParsePromptRange(f.promptTokens); err != nil {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--prompt-tokens: %w", err)
-		}
-	}
-	return analysis.Options{
-		Frame: f.frame, SLO: slo, ExcludeFirst: f.excludeFirst, WindowQuantile: f.windowQuantile,
-		MinCompliance: f.minCompliance, LengthBuckets: bounds, LongPrompt: f.longPrompt, Filter: filter,
-	}, ro, nil
-}
-
-// nonEmpty drops blank entries of a list flag.
-func nonEmpty(v []string) []string {
-	var out []string
-	for _, s := range v {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func parseAnalysisTime(flag, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-03-04T14:00:00Z", flag, s)
-}
-
-// analyse reads datasets into a new Analyzer.
-func analyse(ctx context.Context, paths []string, opt analysis.Options, ro formats.ReaderOptions) (*analysis.Analyzer, error) {
-	a := analysis.New(opt)
-	if _, err := a.AddDataset(ctx, paths, ro); err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// writeHTMLFile writes an HTML report through write, creating path.
-func writeHTMLFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create html report: %w", err)
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write html report: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
-	return nil
+var reportCommand = analysisCommand{
+	name: "report", usage: reportUsage, hint: "reel report ./results --slo e2e=5s",
+	noPaths: "no results given", jsonHelp: "print the report as JSON (keys documented in the README)",
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analysisFlags
-	af.register(fs)
-	asJSON := fs.Bool("json", false, "print the report as JSON (keys documented in the README)")
-	html := fs.String("html", "", "also write a self-contained HTML report to this file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, reportUsage)
-		fs.PrintDefaults()
-	}
-	const hint = "reel report ./results --slo e2e=5s"
-	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+	r, err := reportCommand.run(ctx, args, stderr)
+	if r == nil || err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return &usageError{msg: "no results given", hint: hint}
-	}
-	opt, ro, err := af.options(stderr)
-	if err != nil {
-		return &usageError{msg: err.Error(), hint: hint}
-	}
-	a, err := analyse(ctx, fs.Args(), opt, ro)
-	if err != nil {
-		return err
-	}
-	s := a.Summary()
-	attachSignals(ctx, fs.Args(), s, af.series, ro, stderr)
-	if *html != "" {
-		title := "reel report: " + strings.Join(fs.Args(), " ")
-		if err := writeHTMLFile(*html, func(w io.Writer) error { return htmlreport.WriteReport(w, title, s) }); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return writeJSON(stdout, s)
-	}
-	return s.WriteText(stdout)
+	s := r.a.Summary()
+	attachSignals(ctx, r.paths, s, r.series, r.ro, stderr)
+	return r.emit(stdout, "report", s, s.WriteText, func(w io.Writer, title string) error {
+		return htmlreport.WriteReport(w, title, s)
+	})
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
-
-	"github.com/spf13/pflag"
 
 	"github.com/reelkit/reel/replayer/analysis/htmlreport"
 )
@@ -37,42 +33,19 @@ examples:
 flags:
 `
 
+var statsCommand = analysisCommand{
+	name: "stats", usage: statsUsage, hint: "reel stats ./capture",
+	noPaths: "no dataset given", jsonHelp: "print the stats as JSON",
+}
+
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("stats", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analysisFlags
-	af.register(fs)
-	asJSON := fs.Bool("json", false, "print the stats as JSON")
-	html := fs.String("html", "", "also write a self-contained HTML report to this file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, statsUsage)
-		fs.PrintDefaults()
-	}
-	const hint = "reel stats ./capture"
-	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+	r, err := statsCommand.run(ctx, args, stderr)
+	if r == nil || err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return &usageError{msg: "no dataset given", hint: hint}
-	}
-	opt, ro, err := af.options(stderr)
-	if err != nil {
-		return &usageError{msg: err.Error(), hint: hint}
-	}
-	a, err := analyse(ctx, fs.Args(), opt, ro)
-	if err != nil {
-		return err
-	}
-	st := a.Stats()
-	attachSignals(ctx, fs.Args(), st.Summary, af.series, ro, stderr)
-	if *html != "" {
-		title := "reel stats: " + strings.Join(fs.Args(), " ")
-		if err := writeHTMLFile(*html, func(w io.Writer) error { return htmlreport.WriteStats(w, title, st) }); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return writeJSON(stdout, st)
-	}
-	return st.WriteText(stdout)
+	st := r.a.Stats()
+	attachSignals(ctx, r.paths, st.Summary, r.series, r.ro, stderr)
+	return r.emit(stdout, "stats", st, st.WriteText, func(w io.Writer, title string) error {
+		return htmlreport.WriteStats(w, title, st)
+	})
 }
