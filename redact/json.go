@@ -298,18 +298,8 @@ func (j *job) object(depth int) bool {
 		if !ok {
 			return false
 		}
-		j.skipWS()
-		if j.pos >= len(j.in) {
-			return j.fail(j.pos)
-		}
-		switch j.in[j.pos] {
-		case ',':
-			j.pos++
-		case '}':
-			j.pos++
-			return true
-		default:
-			return j.fail(j.pos)
+		if done, ok := j.next('}'); done || !ok {
+			return ok
 		}
 	}
 }
@@ -335,20 +325,28 @@ func (j *job) array(depth int) bool {
 		if !ok {
 			return false
 		}
-		j.skipWS()
-		if j.pos >= len(j.in) {
-			return j.fail(j.pos)
-		}
-		switch j.in[j.pos] {
-		case ',':
-			j.pos++
-		case ']':
-			j.pos++
-			return true
-		default:
-			return j.fail(j.pos)
+		if done, ok := j.next(']'); done || !ok {
+			return ok
 		}
 	}
+}
+
+// next consumes what follows a member or element: a ',' (more follow) or
+// the container's closing byte (done). Anything else fails the document.
+func (j *job) next(closing byte) (done, ok bool) {
+	j.skipWS()
+	if j.pos >= len(j.in) {
+		return false, j.fail(j.pos)
+	}
+	switch j.in[j.pos] {
+	case ',':
+		j.pos++
+		return false, true
+	case closing:
+		j.pos++
+		return true, true
+	}
+	return false, j.fail(j.pos)
 }
 
 func (j *job) literal(lit string) bool {
