@@ -357,6 +357,14 @@ func (j *job) literal(lit string) bool {
 	return true
 }
 
+// skipDigits returns the index after the run of ASCII digits at p.
+func skipDigits(in []byte, p int) int {
+	for p < len(in) && in[p] >= '0' && in[p] <= '9' {
+		p++
+	}
+	return p
+}
+
 func (j *job) number() bool {
 	in, s := j.in, j.pos
 	p := s
@@ -364,20 +372,13 @@ func (j *job) number() bool {
 		p++
 	}
 	ds := p
-	for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-		p++
-	}
-	if p == ds {
+	if p = skipDigits(in, p); p == ds {
 		return j.fail(s)
 	}
 	intEnd := p
 	if p < len(in) && in[p] == '.' {
-		p++
-		q := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == q {
+		q := p + 1
+		if p = skipDigits(in, q); p == q {
 			return j.fail(s)
 		}
 	}
@@ -387,10 +388,7 @@ func (j *job) number() bool {
 			p++
 		}
 		q := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == q {
+		if p = skipDigits(in, q); p == q {
 			return j.fail(s)
 		}
 	}

@@ -204,23 +204,51 @@ func (w *walker) int(dst *int64) bool {
 	return true
 }
 
+// open enters a container that starts with opening, within maxDepth;
+// empty reports that it closed at once (and was left again).
+func (w *walker) open(opening, closing byte) (empty, ok bool) {
+	w.ws()
+	if w.i >= len(w.b) || w.b[w.i] != opening {
+		return false, false
+	}
+	if w.depth++; w.depth > maxDepth {
+		return false, false
+	}
+	w.i++
+	w.ws()
+	if w.i < len(w.b) && w.b[w.i] == closing {
+		w.i++
+		w.depth--
+		return true, true
+	}
+	return false, true
+}
+
+// next consumes what follows a member or element: ',' (more follow) or the
+// closing byte (done, and the container is left).
+func (w *walker) next(closing byte) (done, ok bool) {
+	w.ws()
+	if w.i >= len(w.b) {
+		return false, false
+	}
+	switch w.b[w.i] {
+	case ',':
+		w.i++
+		return false, true
+	case closing:
+		w.i++
+		w.depth--
+		return true, true
+	}
+	return false, false
+}
+
 // object walks an object, calling field with the index of each key (keyOther
 // for irrelevant ones) positioned before its value; field must consume it.
 // seen guards against duplicate relevant keys (one bit per key index).
 func (w *walker) object(field func(k int) bool, seen *uint16) bool {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != '{' {
-		return false
-	}
-	if w.depth++; w.depth > maxDepth {
-		return false
-	}
-	w.i++
-	w.ws()
-	if w.i < len(w.b) && w.b[w.i] == '}' {
-		w.i++
-		w.depth--
-		return true
+	if empty, ok := w.open('{', '}'); empty || !ok {
+		return ok
 	}
 	for {
 		w.ws()
@@ -253,19 +281,8 @@ func (w *walker) object(field func(k int) bool, seen *uint16) bool {
 		if !field(k) {
 			return false
 		}
-		w.ws()
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case '}':
-			w.i++
-			w.depth--
-			return true
-		default:
-			return false
+		if done, ok := w.next('}'); done || !ok {
+			return ok
 		}
 	}
 }
@@ -284,36 +301,15 @@ func (w *walker) array(elem func() bool) bool {
 	if w.literal("null") {
 		return true
 	}
-	if w.i >= len(w.b) || w.b[w.i] != '[' {
-		return false
-	}
-	if w.depth++; w.depth > maxDepth {
-		return false
-	}
-	w.i++
-	w.ws()
-	if w.i < len(w.b) && w.b[w.i] == ']' {
-		w.i++
-		w.depth--
-		return true
+	if empty, ok := w.open('[', ']'); empty || !ok {
+		return ok
 	}
 	for {
 		if !elem() {
 			return false
 		}
-		w.ws()
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case ']':
-			w.i++
-			w.depth--
-			return true
-		default:
-			return false
+		if done, ok := w.next(']'); done || !ok {
+			return ok
 		}
 	}
 }
