@@ -1,18 +1,15 @@
 // Command shards-bench supports bench/shards/run.sh, which measures the
 // aggregate rate of n `reel replay` shard processes on one machine. It
-// writes the synthetic window they replay and serves the trivial target
-// they replay it against:
+// writes the synthetic window they replay; the trivial target they replay
+// it against is bench/replay's server:
 //
 //	shards-bench dataset -out DIR -n 200000 -rate 100000 -conns 1024
-//	shards-bench server -addr 127.0.0.1:18090
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -22,15 +19,13 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: shards-bench dataset|server [flags]")
+		fmt.Fprintln(os.Stderr, "usage: shards-bench dataset [flags]   (the target is bench/replay's server)")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "dataset":
 		err = dataset(context.Background(), os.Args[2:])
-	case "server":
-		err = server(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -77,15 +72,3 @@ func dataset(ctx context.Context, args []string) error {
 }
 
 // server answers every request with a short body.
-func server(args []string) error {
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:18090", "listen address")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Length", "3")
-		io.WriteString(w, "ok\n")
-	}))
-}

@@ -33,8 +33,9 @@ trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$out"' EXIT
 
 go build -o "$out/reel" ./cmd/reel
 go build -o "$out/shards-bench" ./bench/shards
+go build -o "$out/replay-bench" ./bench/replay   # its trivial loopback server
 "$out/shards-bench" dataset -out "$out/data" -n "$N" -rate "$RATE" -conns "$CONNS"
-"$out/shards-bench" server -addr "$ADDR" & srv=$!
+"$out/replay-bench" server -addr "$ADDR" & srv=$!
 sleep 0.5
 echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3)"
 echo "# window: $N requests offered at $RATE req/s on $CONNS recorded connections; --workers $WORKERS; GOMAXPROCS=${PROCS:-all} per shard"
