@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder/scrape/scrapetest"
 	"github.com/reelkit/reel/replayer/analysis"
 )
 
@@ -228,28 +228,12 @@ func TestReplayScrapeBadEndpoints(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	writeIncidentDataset(t, data, 8*time.Second)
 	sim := startSim(t)
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer hang.Close()
-	defer close(release)
-	fail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "overloaded", http.StatusServiceUnavailable)
-	}))
-	defer fail.Close()
-	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "<html>not {metrics\n\x00\x01")
-	}))
-	defer garbage.Close()
+	bad := scrapetest.StartBadEndpoints(t)
 
 	var stdout, stderr bytes.Buffer
 	err := runReplay(context.Background(), []string{data, "--target", sim.URL, "--out", out, "--speed", "4",
 		"--frame", "2s", "--quiet", "--scrape-every", "100ms",
-		"--scrape", hang.URL + "/metrics", "--scrape", fail.URL, "--scrape", garbage.URL, "--scrape", sim.URL + "/metrics"}, &stdout, &stderr)
+		"--scrape", bad.Hang + "/metrics", "--scrape", bad.Fail, "--scrape", bad.Garbage, "--scrape", sim.URL + "/metrics"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
@@ -267,7 +251,7 @@ func TestReplayScrapeBadEndpoints(t *testing.T) {
 	if p99 := time.Duration(lags[len(lags)*99/100]); p99 > 100*time.Millisecond {
 		t.Fatalf("lag p99 %s with failing scrape endpoints", p99)
 	}
-	for _, want := range []string{hang.URL + "/metrics: 0/", "timeout", fail.URL + ": 0/", "http_status", garbage.URL + ": 0/", "parse"} {
+	for _, want := range []string{bad.Hang + "/metrics: 0/", "timeout", bad.Fail + ": 0/", "http_status", bad.Garbage + ": 0/", "parse"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
 		}

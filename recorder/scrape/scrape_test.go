@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder/scrape/scrapetest"
 )
 
 // memSink collects samples; block, when set, makes Write wait on it.
@@ -161,24 +162,7 @@ func TestFailingEndpoints(t *testing.T) {
 	t.Parallel()
 	var good atomic.Int64
 	goodSrv := metricsServer(t, &good)
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer hang.Close()
-	defer close(release)
-	fail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "boom", http.StatusInternalServerError)
-	}))
-	defer fail.Close()
-	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, "<html><body>{{not metrics}} = = =\n\x00\xff</body></html>")
-	}))
-	defer garbage.Close()
+	bad := scrapetest.StartBadEndpoints(t)
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(bytes.Repeat([]byte("# comment line that is long enough\n"), 2000))
 	}))
@@ -193,7 +177,7 @@ func TestFailingEndpoints(t *testing.T) {
 	every := 100 * time.Millisecond
 	sink := &memSink{}
 	s, err := Start(context.Background(), sink, Options{
-		Targets:  []string{goodSrv.URL, hang.URL, fail.URL, garbage.URL, big.URL, refused},
+		Targets:  []string{goodSrv.URL, bad.Hang, bad.Fail, bad.Garbage, big.URL, refused},
 		Every:    every,
 		Timeout:  300 * time.Millisecond, // generous: the good endpoint must not time out on a loaded machine
 		MaxBytes: 32 << 10,
@@ -221,9 +205,9 @@ func TestFailingEndpoints(t *testing.T) {
 	tests := []struct {
 		url, reason string
 	}{
-		{hang.URL, ReasonTimeout},
-		{fail.URL, ReasonStatus},
-		{garbage.URL, ReasonParse},
+		{bad.Hang, ReasonTimeout},
+		{bad.Fail, ReasonStatus},
+		{bad.Garbage, ReasonParse},
 		{big.URL, ReasonTooLarge},
 		{refused, ReasonConnect},
 	}
