@@ -144,7 +144,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintln(stdout, verdict.Line)
 		}
 	}
-	if verdict != nil && verdict.Regression {
+	if verdict != nil && verdict.Failed {
 		if *asJSON {
 			return &exitError{code: 1, msg: verdict.Line} // the one-line verdict on stderr
 		}

@@ -69,7 +69,7 @@ func TestAnalysisCommands(t *testing.T) {
 		{name: "compare regression", args: []string{"compare", base, slow, "--fail-on", rules, "--slo", "e2e=1s", "--html", html}, code: 1,
 			stdout: []string{"REGRESSION: e2e.p99 +", ", worse, trips rule p99>+10%"}, htmlWant: "REGRESSION"},
 		{name: "compare regression json", args: []string{"compare", base, slow, "--fail-on", "p99>+10%", "--json"}, code: 1,
-			stdout: []string{`"regression": true`}, stderr: []string{"REGRESSION: e2e.p99"}},
+			stdout: []string{`"failed": true`, `"regression": true`}, stderr: []string{"REGRESSION: e2e.p99"}},
 		{name: "compare recording vs replay", args: []string{"compare", rec, base}, code: 0, stdout: []string{"A: " + rec}},
 		{name: "compare needs two runs", args: []string{"compare", base}, code: 2, stderr: []string{"want two runs", "try: reel compare"}},
 		{name: "bad rule", args: []string{"compare", base, slow, "--fail-on", "p98>+1%"}, code: 2, stderr: []string{"unknown metric"}},

@@ -96,7 +96,7 @@ func (f *findings) check() error {
 	case d.Rel > -f.cfg.MinImprovement:
 		failed = append(failed, fmt.Sprintf("the fix changed short requests' TTFT p99 by %+.0f%% (%s → %s), want at most −%.0f%%",
 			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), 100*f.cfg.MinImprovement))
-	case !f.FixVerdict.Regression:
+	case !f.FixVerdict.Failed: // the fix rule ("ttft.p99<-N%") did not trip
 		failed = append(failed, fmt.Sprintf("the fix's TTFT p99 change %+.0f%% is within noise (CI [%s, %s])",
 			100*d.Rel, dur(time.Duration(d.CILow)), dur(time.Duration(d.CIHigh))))
 	}
@@ -257,7 +257,7 @@ func (s *story) judge(ctx context.Context) error {
 	nb.say("long prompts pay for it: their TTFT p99 %s → %s (%+.0f%%) — they now wait their turn",
 		dur(time.Duration(f.LongDelta.A)), dur(time.Duration(f.LongDelta.B)), 100*f.LongDelta.Rel)
 	d := f.FixDelta
-	if f.FixVerdict.Regression && d.Rel <= -cfg.MinImprovement {
+	if f.FixVerdict.Failed && d.Rel <= -cfg.MinImprovement {
 		nb.say("verdict: FIX CONFIRMED — short requests' TTFT p99 %+.0f%% (%s → %s), CI [%s, %s] excludes zero; rule %s holds",
 			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), signed(d.CILow), signed(d.CIHigh), f.FixRule)
 	} else {

@@ -61,7 +61,7 @@ func TestCheck(t *testing.T) {
 		return analysis.Episode{Start: t0.Add(from), End: t0.Add(to)}
 	}
 	improved := analysis.Delta{Name: "ttft.p99", A: 1e9, B: 1e8, Rel: -0.9, HasCI: true, CILow: -1e9, CIHigh: -8e8, Significant: true}
-	tripped := analysis.Verdict{Regression: true}
+	tripped := analysis.Verdict{Failed: true} // the fix rule tripped: an improvement, not a regression
 	tests := []struct {
 		name     string
 		episodes []analysis.Episode

@@ -591,10 +591,12 @@ type Tripped struct {
 
 // Verdict is the judgement of a comparison against --fail-on rules.
 type Verdict struct {
-	// Regression is true when any rule tripped (reel compare exits 1),
-	// whichever way the change went; Line starts "REGRESSION:" when every
-	// tripped change is a worsening and "FAIL:" otherwise (a rule such as
-	// "ttft.p99<-40%" trips on an improvement), "OK:" when none tripped.
+	// Failed is true when any rule tripped (reel compare exits 1),
+	// whichever way the change went. Regression is true when it failed and
+	// every tripped change is a worsening; a rule such as "ttft.p99<-40%"
+	// trips on an improvement, which fails the gate without being one.
+	// Line starts "REGRESSION:", "FAIL:" or "OK:" accordingly.
+	Failed     bool      `json:"failed"`
 	Regression bool      `json:"regression"`
 	Tripped    []Tripped `json:"tripped"`
 	// Held lists rules whose threshold was crossed but whose interval
@@ -631,8 +633,8 @@ func (c *Comparison) Judge(rules []Rule) Verdict {
 			v.Held = append(v.Held, t)
 		}
 	}
-	v.Regression = len(v.Tripped) > 0
-	if v.Regression {
+	v.Failed = len(v.Tripped) > 0
+	if v.Failed {
 		// A rule is a threshold, not a judgement: one pointed at a drop
 		// ("ttft.p99<-40%") trips on an improvement. Call the verdict a
 		// regression only when every tripped change is one.
@@ -649,6 +651,7 @@ func (c *Comparison) Judge(rules []Rule) Verdict {
 			parts[i] += " trips rule " + t.Text
 			allWorse = allWorse && better(t.Delta.Name, t.Delta.B-t.Delta.A) < 0
 		}
+		v.Regression = allWorse
 		prefix := "FAIL: "
 		if allWorse {
 			prefix = "REGRESSION: "

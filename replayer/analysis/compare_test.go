@@ -91,15 +91,15 @@ func TestCompare(t *testing.T) {
 				if d.Abs >= 0 || d.CIHigh >= 0 {
 					t.Errorf("improvement: e2e.p99 %+v, want negative with CI below zero", d)
 				}
-				if fix, _ := ParseRules("p99>-10%"); c.Judge(fix).Regression {
+				if fix, _ := ParseRules("p99>-10%"); c.Judge(fix).Failed {
 					t.Error("p99>-10% must hold when p99 fell by far more than 10 %")
 				}
 				// A rule pointed at a drop trips on the improvement: exit 1,
 				// but the verdict must not call it a regression.
 				drop, _ := ParseRules("ttft.p99<-20%")
-				if v := c.Judge(drop); !v.Regression || !strings.HasPrefix(v.Line, "FAIL: ttft.p99 -") ||
+				if v := c.Judge(drop); !v.Failed || v.Regression || !strings.HasPrefix(v.Line, "FAIL: ttft.p99 -") ||
 					!strings.Contains(v.Line, ", better, trips rule ttft.p99<-20%") || strings.Contains(v.Line, "REGRESSION") {
-					t.Errorf("improvement rule: tripped %v, line %q", v.Regression, v.Line)
+					t.Errorf("improvement rule: failed %v, regression %v, line %q", v.Failed, v.Regression, v.Line)
 				}
 				// Mixed: one improvement, one neutral metric tripping: still FAIL.
 				mixed, _ := ParseRules("ttft.p99<-20%,requests>-1%")
@@ -113,8 +113,8 @@ func TestCompare(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Compare(tt.a, tt.b, CompareOptions{})
 			v := c.Judge(rules)
-			if v.Regression != tt.regression {
-				t.Fatalf("regression = %v, want %v: %s", v.Regression, tt.regression, v.Line)
+			if v.Failed != tt.regression || v.Regression != tt.regression {
+				t.Fatalf("failed = %v, regression = %v, want %v: %s", v.Failed, v.Regression, tt.regression, v.Line)
 			}
 			tt.check(t, c, v)
 		})
