@@ -134,6 +134,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if f.scrape.enabled() && opts.Selection.Shard.Index > 0 {
+		// Every shard would scrape the same endpoints on the same clock and
+		// store the same samples once per shard; shard 0 keeps them for all.
+		fmt.Fprintf(stderr, "reel replay: shard %s leaves --scrape to shard 0 (one copy of the shadow's metrics per run)\n", opts.Selection.Shard)
+		f.scrape.urls = nil
+	}
 	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
 		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
 	}

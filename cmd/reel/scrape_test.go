@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -218,6 +219,35 @@ func TestReplayScrapeSimulator(t *testing.T) {
 	t.Logf("server side: %s", rep.Signals.Explanation)
 	if testing.Verbose() {
 		t.Log(stdout.String())
+	}
+}
+
+// Shards replay one clock against one shadow: only shard 0 scrapes, so a
+// merged report holds each sample once.
+func TestReplayScrapeOnlyShardZero(t *testing.T) {
+	data := t.TempDir()
+	writeIncidentDataset(t, data, 4*time.Second)
+	sim := startSim(t)
+	for _, tt := range []struct {
+		shard  string
+		scrape bool
+	}{{"0/2", true}, {"1/2", false}} {
+		t.Run(tt.shard, func(t *testing.T) {
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			err := runReplay(context.Background(), []string{data, "--target", sim.URL, "--out", out, "--speed", "4",
+				"--quiet", "--shard", tt.shard, "--scrape", sim.URL + "/metrics", "--scrape-every", "100ms"}, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("replay: %v\n%s", err, stderr.String())
+			}
+			_, statErr := os.Stat(formats.MetricsDir(out))
+			if scraped := statErr == nil; scraped != tt.scrape {
+				t.Fatalf("shard %s: metrics written %v, want %v\n%s", tt.shard, scraped, tt.scrape, stderr.String())
+			}
+			if note := strings.Contains(stderr.String(), "leaves --scrape to shard 0"); note == tt.scrape {
+				t.Fatalf("shard %s: stderr note %v, want %v:\n%s", tt.shard, note, !tt.scrape, stderr.String())
+			}
+		})
 	}
 }
 
