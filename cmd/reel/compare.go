@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
-	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -94,13 +91,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *failOn != "" {
 		if rules, err = analysis.ParseRules(*failOn); err != nil {
 			return &usageError{msg: err.Error(), hint: hint}
-		}
-		for _, r := range rules {
-			// A bare number on a latency is nanoseconds: "p99>10" almost
-			// certainly meant +10% or +10ms, so ask for the unit.
-			if latency := strings.Contains(r.Metric, "."); latency && !r.Relative && r.Threshold != 0 && math.Abs(r.Threshold) < float64(time.Microsecond) {
-				return &usageError{msg: fmt.Sprintf("rule %q: a latency threshold needs %% or a unit (e.g. +10%% or +50ms)", r.Text), hint: hint}
-			}
 		}
 	}
 	if *confidence <= 0 || *confidence >= 1 {

@@ -73,6 +73,7 @@ func TestAnalysisCommands(t *testing.T) {
 		{name: "compare recording vs replay", args: []string{"compare", rec, base}, code: 0, stdout: []string{"A: " + rec}},
 		{name: "compare needs two runs", args: []string{"compare", base}, code: 2, stderr: []string{"want two runs", "try: reel compare"}},
 		{name: "bad rule", args: []string{"compare", base, slow, "--fail-on", "p98>+1%"}, code: 2, stderr: []string{"unknown metric"}},
+		{name: "unitless latency rule", args: []string{"compare", base, slow, "--fail-on", "p99>10"}, code: 2, stderr: []string{"needs % or a unit"}},
 		{name: "bad slo", args: []string{"report", base, "--slo", "speed=1s"}, code: 2, stderr: []string{"unknown metric"}},
 		{name: "no dataset", args: []string{"stats"}, code: 2, stderr: []string{"no dataset given"}},
 		{name: "missing dataset", args: []string{"report", filepath.Join(t.TempDir(), "nothing")}, code: 1, stderr: []string{"reel report:"}},

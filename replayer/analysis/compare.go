@@ -504,6 +504,7 @@ type Rule struct {
 
 // ParseRules parses --fail-on: comma-separated METRIC(>|<)[+|-]N(%|duration|number).
 // A bare quantile (p99) means e2e's; a bare latency metric (ttft) means its p99.
+// A latency threshold is a percentage or a duration, never a bare number.
 func ParseRules(s string) ([]Rule, error) {
 	var rules []Rule
 	for _, part := range strings.Split(s, ",") {
@@ -526,6 +527,10 @@ func ParseRules(s string) ([]Rule, error) {
 		} else if d, err := time.ParseDuration(strings.TrimPrefix(val, "+")); err == nil {
 			r.Threshold = float64(d)
 		} else if f, err := strconv.ParseFloat(val, 64); err == nil {
+			if isLatency(r.Metric) {
+				// "p99>10" almost certainly meant +10% or +10ms, not 10 ns.
+				return nil, fmt.Errorf("parse rule %q: a latency threshold needs %% or a unit (e.g. +10%% or +50ms)", part)
+			}
 			r.Threshold = f
 		} else {
 			return nil, fmt.Errorf("parse rule %q: %q is not a percentage, duration or number", part, val)
@@ -556,6 +561,10 @@ func normalizeMetric(m string) string {
 	}
 	return m
 }
+
+// isLatency reports whether a delta name is a latency quantile or mean
+// ("ttft.p99"), whose absolute thresholds are durations.
+func isLatency(name string) bool { return strings.Contains(name, ".") }
 
 func knownDelta(name string) bool {
 	if base, q, ok := strings.Cut(name, "."); ok {
