@@ -22,6 +22,10 @@ const (
 // Times are nanoseconds unless the name says otherwise; durations are measured
 // from the request's first byte (TsUnixNs). Zero means "not observed" for the
 // optional timings (TTFT on a non-streaming response, for example).
+//
+// The writer shreds rows by hand (shred.go): a field added, removed or
+// moved here must be mirrored there, in schema order;
+// TestShredMatchesReflection fails until it is.
 type Exchange struct {
 	Ts       time.Time `parquet:"ts,timestamp(microsecond)"` // request start, UTC, µs precision
 	TsUnixNs int64     `parquet:"ts_unix_ns"`                // request start, ns since the Unix epoch

@@ -14,9 +14,9 @@ import (
 )
 
 // fileWriter writes one Parquet file under a temporary name and renames it
-// into place on close. Rows are buffered up to one row group, sorted by time,
-// then written and flushed, so every row group is in time order and memory
-// stays bounded by the row-group limits.
+// into place on close. Rows are buffered up to one row group, then shredded
+// into the column writers in time order (shred.go) and flushed, so every row
+// group is in time order and memory stays bounded by the row-group limits.
 type fileWriter[T Record] struct {
 	final    string // path once complete
 	temp     string // path while being written
@@ -27,8 +27,11 @@ type fileWriter[T Record] struct {
 	lastUse  int64
 
 	f        *os.File
-	pw       *parquet.GenericWriter[T]
-	buf      []T
+	pw       *parquet.GenericWriter[T] // file layout and pages; rows go in through shred, never pw.Write
+	shred    *shredder
+	buf      rowBuffer[T] // rows of the next row group, in arrival order
+	keys     []int64      // scratch: buf's time keys
+	order    []int32      // scratch: buf's indices in time order
 	bufBytes int64
 	rows     int64
 	groups   int64
@@ -57,6 +60,21 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 	if err != nil {
 		return nil, fmt.Errorf("create file: %w", err)
 	}
+	pw := parquet.NewGenericWriter[T](f, parquetOptions[T](cfg, now)...)
+	return &fileWriter[T]{
+		final: final, temp: temp, ordinal: ordinal, hour: hour, opened: now,
+		f:             f,
+		pw:            pw,
+		shred:         newShredder(pw.ColumnWriters()),
+		rowGroupRows:  cfg.rowGroupRows,
+		rowGroupBytes: cfg.rowGroupBytes,
+		rotateSize:    cfg.rotateSize,
+		ratio:         ratio,
+	}, nil
+}
+
+// parquetOptions are the writer options of every file holding T.
+func parquetOptions[T Record](cfg fileConfig, now time.Time) []parquet.WriterOption {
 	opts := []parquet.WriterOption{
 		parquet.Compression(cfg.codec),
 		parquet.DataPageVersion(1),
@@ -66,30 +84,23 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		parquet.CreatedBy("reel", Version, ""),
 		parquet.KeyValueMetadata(metaCreatedKey, now.UTC().Format(time.RFC3339Nano)),
 	}
-	// Min/max of bodies mean nothing and cost a comparison of every body.
-	for _, blob := range blobColumns[T]() {
-		opts = append(opts, parquet.SkipPageBounds(blob), parquet.SkipPageStatistics(blob))
+	// Min/max of bodies and headers mean nothing and cost comparisons of
+	// every value.
+	for _, path := range boundlessColumns[T]() {
+		opts = append(opts, parquet.SkipPageBounds(path...), parquet.SkipPageStatistics(path...))
 	}
 	for k, v := range cfg.meta {
 		opts = append(opts, parquet.KeyValueMetadata(k, v))
 	}
-	return &fileWriter[T]{
-		final: final, temp: temp, ordinal: ordinal, hour: hour, opened: now,
-		f:             f,
-		pw:            parquet.NewGenericWriter[T](f, opts...),
-		rowGroupRows:  cfg.rowGroupRows,
-		rowGroupBytes: cfg.rowGroupBytes,
-		rotateSize:    cfg.rotateSize,
-		ratio:         ratio,
-	}, nil
+	return opts
 }
 
 // add buffers one record, flushing a row group when a bound is reached.
 func (fw *fileWriter[T]) add(rec *T) error {
-	fw.buf = append(fw.buf, *rec)
+	fw.buf.add(rec)
 	fw.bufBytes += sizeEstimate(rec)
 	fw.rows++
-	if len(fw.buf) >= fw.rowGroupRows || fw.bufBytes >= fw.rowGroupBytes {
+	if fw.buf.n >= fw.rowGroupRows || fw.bufBytes >= fw.rowGroupBytes {
 		return fw.flushRowGroup()
 	}
 	return nil
@@ -102,31 +113,74 @@ func (fw *fileWriter[T]) full() bool {
 	return fw.pw.Size()+int64(float64(fw.bufBytes)*fw.ratio) >= fw.rotateSize
 }
 
-// flushRowGroup sorts the buffered rows by time and writes them as one row
-// group.
+// flushRowGroup writes the buffered rows, in time order, as one row group.
 func (fw *fileWriter[T]) flushRowGroup() error {
-	if len(fw.buf) == 0 {
+	if fw.buf.n == 0 {
 		return nil
 	}
-	// Records mostly arrive in time order: check before sorting, which
-	// would move every (large) row struct through comparisons and merges.
-	byTime := func(a, b T) int { return cmp.Compare(timeKey(&a), timeKey(&b)) }
-	if !slices.IsSortedFunc(fw.buf, byTime) {
-		slices.SortStableFunc(fw.buf, byTime)
-	}
-	if _, err := fw.pw.Write(fw.buf); err != nil {
+	if err := writeRows(fw.shred, &fw.buf, fw.timeOrder()); err != nil {
 		return fmt.Errorf("write rows: %w", err)
 	}
 	if err := fw.pw.Flush(); err != nil {
 		return fmt.Errorf("flush row group: %w", err)
 	}
-	clear(fw.buf) // drop references to bodies
-	fw.buf = fw.buf[:0]
+	fw.buf.reset()
 	fw.flushed += fw.bufBytes
 	fw.bufBytes = 0
 	fw.ratio = min(1, float64(fw.pw.Size())/float64(fw.flushed))
 	fw.groups++
 	return nil
+}
+
+// timeOrder returns the buffered rows' indices sorted by time (stable), or
+// nil when they already are in order, as they mostly arrive. Sorting indices
+// leaves the large row structs where they are.
+func (fw *fileWriter[T]) timeOrder() []int32 {
+	keys := fw.keys[:0]
+	sorted := true
+	for i := range fw.buf.n {
+		k := timeKey(fw.buf.at(i))
+		sorted = sorted && (i == 0 || keys[i-1] <= k)
+		keys = append(keys, k)
+	}
+	fw.keys = keys
+	if sorted {
+		return nil
+	}
+	order := fw.order[:0]
+	for i := range keys {
+		order = append(order, int32(i))
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
+	fw.order = order
+	return order
+}
+
+// rowBuffer holds a row group's records in chunks of rowChunk, so that growing
+// it never copies the (large) row structs.
+type rowBuffer[T Record] struct {
+	chunks [][]T
+	n      int
+}
+
+const rowChunk = 256
+
+func (r *rowBuffer[T]) add(rec *T) {
+	if r.n == len(r.chunks)*rowChunk {
+		r.chunks = append(r.chunks, make([]T, rowChunk))
+	}
+	r.chunks[r.n/rowChunk][r.n%rowChunk] = *rec
+	r.n++
+}
+
+func (r *rowBuffer[T]) at(i int) *T { return &r.chunks[i/rowChunk][i%rowChunk] }
+
+// reset empties r, dropping its references to bodies but keeping its chunks.
+func (r *rowBuffer[T]) reset() {
+	for i := 0; i*rowChunk < r.n; i++ {
+		clear(r.chunks[i])
+	}
+	r.n = 0
 }
 
 // close finishes the file, syncs it and renames it into place. It returns the

@@ -21,6 +21,10 @@ func MetricsDir(dir string) string { return filepath.Clean(dir) + ".metrics" }
 // Counters, histograms and summaries are stored raw, as exposed (histogram
 // buckets as NAME_bucket with an "le" label, NAME_sum, NAME_count); rates
 // are derived at analysis time.
+//
+// The writer shreds rows by hand (shred.go): a field added, removed or
+// moved here must be mirrored there, in schema order;
+// TestShredMatchesReflection fails until it is.
 type Metric struct {
 	Ts       time.Time         `parquet:"ts,timestamp(microsecond)"` // when the scrape started, UTC, µs precision
 	TsUnixNs int64             `parquet:"ts_unix_ns"`                // the same, ns since the Unix epoch

@@ -70,11 +70,18 @@ func mapSize(m map[string]string) int {
 	return n
 }
 
-// blobColumns are the columns whose statistics are not worth writing.
-func blobColumns[T Record]() []string {
+// boundlessColumns are the column paths whose min/max statistics are not
+// worth writing (nor computing, twice per page): bodies, and the keys and
+// values of the header maps, which no query engine prunes on.
+func boundlessColumns[T Record]() [][]string {
 	var zero T
 	if _, ok := any(&zero).(*Exchange); ok {
-		return []string{"req_body", "resp_body"}
+		return [][]string{
+			{"req_body"}, {"resp_body"},
+			{"req_headers", "key_value", "key"}, {"req_headers", "key_value", "value"},
+			{"resp_headers", "key_value", "key"}, {"resp_headers", "key_value", "value"},
+			{"context", "key_value", "key"}, {"context", "key_value", "value"},
+		}
 	}
 	return nil
 }

@@ -5,6 +5,10 @@ import "time"
 // Result is one replayed request: a row of the result/1 schema. Offsets are
 // nanoseconds; "from send" timings start at SentUnixNs, E2ESchedNs starts at
 // the scheduled time so a saturated client cannot hide latency.
+//
+// The writer shreds rows by hand (shred.go): a field added, removed or
+// moved here must be mirrored there, in schema order;
+// TestShredMatchesReflection fails until it is.
 type Result struct {
 	RunID        string    `parquet:"run_id,dict"`
 	Shard        int32     `parquet:"shard"`

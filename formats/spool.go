@@ -40,6 +40,7 @@ const (
 	spoolDirName = "_spool"
 	lockName     = "lock"
 	maxFrame     = 1 << 30
+	spoolBuffer  = 256 << 10 // frames are written out in chunks of about this size
 )
 
 var (
@@ -66,10 +67,9 @@ type session struct {
 
 	seg      int // current segment number, 0 before the first
 	f        *os.File
-	bw       *bufio.Writer
+	buf      []byte        // frames not yet written to f
 	broken   bool          // the current segment failed a write; rotate before the next frame
 	segSizes map[int]int64 // live segments and their sizes
-	pre      [binary.MaxVarintLen32 + 9]byte
 }
 
 // openSession creates and locks Dir/_spool/<recorder>-<start>, bumping start
@@ -147,37 +147,53 @@ func (s *session) bytes() int64 {
 
 // appendOpen records that file ordinal will be renamed to rel.
 func (s *session) appendOpen(ordinal uint32, rel string) error {
-	return s.append(frameOpen, ordinal, []byte(filepath.ToSlash(rel)))
+	return s.append(frameOpen, ordinal, func(b []byte) []byte { return append(b, filepath.ToSlash(rel)...) })
 }
 
-// appendRecord appends one encoded record of file ordinal.
-func (s *session) appendRecord(ordinal uint32, rec []byte) error {
-	return s.append(frameRecord, ordinal, rec)
+// appendRecord appends one record of file ordinal, encoded by encode
+// (which appends the record's encoding to its argument).
+func (s *session) appendRecord(ordinal uint32, encode func([]byte) []byte) error {
+	return s.append(frameRecord, ordinal, encode)
 }
 
-func (s *session) append(kind byte, ordinal uint32, payload []byte) error {
+// append adds a frame whose payload fill appends, encoding it straight into
+// the segment's write buffer (no copy of the record between encoding and
+// the write), and writes the buffer out once it holds spoolBuffer bytes.
+func (s *session) append(kind byte, ordinal uint32, fill func([]byte) []byte) error {
 	if s.broken {
 		if err := s.rotate(); err != nil {
 			return err
 		}
 	}
-	pre := s.pre[:8]
-	pre = append(pre, kind)
-	pre = binary.AppendUvarint(pre, uint64(ordinal))
-	body := len(pre) - 8 + len(payload)
-	binary.LittleEndian.PutUint32(pre[0:4], uint32(body))
-	crc := crc32.Update(crc32.Update(0, crcTable, pre[8:]), crcTable, payload)
-	binary.LittleEndian.PutUint32(pre[4:8], crc)
-	if _, err := s.bw.Write(pre); err != nil {
-		s.broken = true
-		return err
+	start := len(s.buf)
+	b := append(s.buf, 0, 0, 0, 0, 0, 0, 0, 0, kind)
+	b = binary.AppendUvarint(b, uint64(ordinal))
+	b = fill(b)
+	body := b[start+8:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(body, crcTable))
+	s.buf = b
+	s.segSizes[s.seg] += int64(len(b) - start)
+	if len(s.buf) >= spoolBuffer {
+		return s.writeOut()
 	}
-	if _, err := s.bw.Write(payload); err != nil {
-		s.broken = true
-		return err
-	}
-	s.segSizes[s.seg] += int64(8 + body)
 	return nil
+}
+
+// writeOut writes the buffered frames to the current segment.
+func (s *session) writeOut() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_, err := s.f.Write(s.buf)
+	s.buf = s.buf[:0]
+	if cap(s.buf) > 4*spoolBuffer {
+		s.buf = nil // a huge record passed: don't keep its memory
+	}
+	if err != nil {
+		s.broken = true
+	}
+	return err
 }
 
 // flush writes buffered frames to the current segment and returns it for an
@@ -186,8 +202,7 @@ func (s *session) flush() (*os.File, error) {
 	if !s.spool || s.f == nil || s.broken {
 		return nil, nil
 	}
-	if err := s.bw.Flush(); err != nil {
-		s.broken = true
+	if err := s.writeOut(); err != nil {
 		return nil, err
 	}
 	return s.f, nil
@@ -198,8 +213,7 @@ func (s *session) sync() error {
 	if !s.spool || s.f == nil || s.broken {
 		return nil
 	}
-	if err := s.bw.Flush(); err != nil {
-		s.broken = true
+	if err := s.writeOut(); err != nil {
 		return err
 	}
 	if err := s.f.Sync(); err != nil {
@@ -210,9 +224,20 @@ func (s *session) sync() error {
 }
 
 // rotate closes the current segment and starts the next one.
-func (s *session) rotate() error {
+func (s *session) rotate() error { return s.rotateSegment(false) }
+
+// rotateSegment is rotate; with discard, the current segment is about to be
+// deleted (every record in it sits in a closed, synced file), so its
+// buffered frames are dropped and it is not fsynced: that would write out,
+// and wait for, up to a whole file's worth of records for nothing.
+func (s *session) rotateSegment(discard bool) error {
 	if !s.spool {
 		return nil
+	}
+	if s.f != nil && discard {
+		s.buf = s.buf[:0]
+		s.f.Close()
+		s.f = nil
 	}
 	if s.f != nil {
 		err := s.sync()
@@ -231,13 +256,9 @@ func (s *session) rotate() error {
 		return err
 	}
 	s.f, s.broken = f, false
-	if s.bw == nil {
-		s.bw = bufio.NewWriterSize(f, 256<<10)
-	} else {
-		s.bw.Reset(f)
-	}
+	s.buf = s.buf[:0] // frames of a broken segment are not carried over
 	s.segSizes[s.seg] = 0
-	return s.append(frameHeader, 0, s.header)
+	return s.append(frameHeader, 0, func(b []byte) []byte { return append(b, s.header...) })
 }
 
 // dropBefore deletes the segments numbered below keep.

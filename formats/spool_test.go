@@ -239,7 +239,7 @@ func TestFrameReaderTornTail(t *testing.T) {
 		x := testExchange(int64(i), 0)
 		p := appendRecord(nil, &x)
 		payloads = append(payloads, p)
-		if err := s.appendRecord(uint32(i), p); err != nil {
+		if err := s.appendRecord(uint32(i), func(b []byte) []byte { return append(b, p...) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -43,7 +43,6 @@ type Writer[T Record] struct {
 	done chan struct{}
 
 	mu     sync.Mutex               // guards everything below, and sess
-	chunk  []byte                   // scratch for spool frames
 	files  map[int64]*fileWriter[T] // open files by unix hour
 	next   uint32                   // last file ordinal used
 	use    int64                    // write counter, for least-recently-used eviction
@@ -128,8 +127,7 @@ func (w *Writer[T]) Write(rec *T) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	if w.sess.spooling() {
-		w.chunk = appendRecord(w.chunk[:0], rec)
-		if err := w.sess.appendRecord(fw.ordinal, w.chunk); err != nil {
+		if err := w.sess.appendRecord(fw.ordinal, func(b []byte) []byte { return appendRecord(b, rec) }); err != nil {
 			return fmt.Errorf("write: spool: %w", err)
 		}
 	}
@@ -295,14 +293,16 @@ func (w *Writer[T]) closeFile(fw *fileWriter[T]) error {
 	if !w.sess.spooling() {
 		return nil
 	}
-	if err := w.sess.rotate(); err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	keep := min(w.sess.segment(), w.pinned)
+	// The segments before the oldest one an open (or failed) file needs hold
+	// only records now in closed files: rotate, then drop them.
+	keep := w.pinned
 	for _, o := range w.files {
 		keep = min(keep, o.firstSeg)
 	}
-	w.sess.dropBefore(keep)
+	if err := w.sess.rotateSegment(keep > w.sess.segment()); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	w.sess.dropBefore(min(keep, w.sess.segment()))
 	return nil
 }
 
