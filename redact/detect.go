@@ -100,28 +100,36 @@ func needsScan[T string | []byte](s T) bool {
 
 // detect replaces every detected value in s by its token.
 func (r *Redactor) detect(s string) (string, bool) {
-	out, found := r.detectAll(s, nil)
-	return out, found
+	return r.detectAll(s, nil, true)
 }
 
 // Detect returns s with every detected value replaced by its token, and
 // what was found.
 func (r *Redactor) Detect(s string) (string, []Finding) {
 	var fs []Finding
-	out, _ := r.detectAll(s, &fs)
+	out, _ := r.detectAll(s, &fs, true)
 	return out, fs
 }
 
-func (r *Redactor) detectAll(s string, findings *[]Finding) (string, bool) {
+// detectAll runs the detectors over s in order. With prefilter, a detector
+// whose regexp cannot match s's features (prefilter.go) is skipped, and the
+// features are taken again after a replacement, as a token may have a new
+// shape; without, every regexp runs: the reference the tests compare with.
+func (r *Redactor) detectAll(s string, findings *[]Finding, prefilter bool) (string, bool) {
 	if !needsScan(s) {
 		return s, false
+	}
+	var f features
+	if prefilter {
+		f = scanFeatures(s)
 	}
 	changed := false
 	for i := range detectors {
 		d := &detectors[i]
-		if !d.re.MatchString(s) {
+		if prefilter && !f.mayMatch(d.typ) || !d.re.MatchString(s) {
 			continue
 		}
+		replaced := false
 		s = d.re.ReplaceAllStringFunc(s, func(m string) string {
 			if d.valid != nil && !d.valid(m) {
 				return m
@@ -131,12 +139,15 @@ func (r *Redactor) detectAll(s string, findings *[]Finding) (string, bool) {
 			if t == m {
 				return m
 			}
-			changed = true
+			changed, replaced = true, true
 			if findings != nil {
 				*findings = append(*findings, Finding{Type: d.typ, Value: m, Token: t})
 			}
 			return t
 		})
+		if prefilter && replaced {
+			f = scanFeatures(s)
+		}
 	}
 	return s, changed
 }

@@ -97,14 +97,28 @@ func header(h map[string]string, name string) string {
 // headers not on the allow-list keep their name and become
 // "<redacted len=N>"; kept values pass the detectors.
 func (r *Redactor) RedactHeaders(h map[string]string) {
+	var buf [64]byte
 	for k, v := range h {
-		name := strings.ToLower(k)
-		if r.credHeaders[name] || !r.keepHeaders[name] {
+		name := appendLower(buf[:0], k)
+		// Indexing with string(name) does not allocate.
+		if r.credHeaders[string(name)] || !r.keepHeaders[string(name)] {
 			h[k] = redactedMarker(v)
 			continue
 		}
-		h[k], _ = r.detect(v)
+		if nv, changed := r.detect(v); changed {
+			h[k] = nv
+		}
 	}
+}
+
+// appendLower appends s lower-cased to b. Header names are ASCII; other
+// bytes are copied as they are, so such a name matches no list entry and
+// its value is redacted.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		b = append(b, lowerByte(s[i]))
+	}
+	return b
 }
 
 // RedactPath runs the detectors over each percent-decoded path segment.

@@ -12,8 +12,8 @@
 //     measures this CPU split, not the effect on a real gateway.
 //
 // It also measures added latency (p50/p99, from each request's due time to
-// its last byte) at a fixed rate, direct and proxied phases interleaved over
-// several repetitions with medians, the proxy's and upstream's CPU time per
+// its last byte) at a fixed rate, direct and proxied requests alternating on
+// one open-loop schedule, over several repetitions with medians and ranges, the proxy's and upstream's CPU time per
 // request, and the recorder's peak RSS at 2k req/s with 16 KiB bodies.
 //
 // The upstream and the recording proxy (proxy + pipeline + redactor +
@@ -26,10 +26,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,6 +40,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -47,6 +51,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/reelkit/reel/formats"
@@ -81,6 +86,7 @@ func main() {
 	rowGroup := flag.Int64("row-group-bytes", 8<<20, "proxy mode: writer row-group bound, as reel record sets it")
 	memLimit := flag.Int64("memory-limit", 100<<20, "proxy: Go soft memory limit, as reel record sets it (0: none)")
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
+	compare := flag.String("compare", "", "compare phase: another build of this benchmark whose proxy runs beside this one's")
 	flag.Parse()
 	switch *mode {
 	case "upstream":
@@ -92,12 +98,13 @@ func main() {
 		serveProxy(*upstream, *out, *record, *rowGroup)
 	default:
 		bench(benchOpts{d: *dur, reps: *reps, rate: *rate, conc: *conc, up: uo, record: *record,
-			phases: *phases, kinds: *kinds, rowGroup: *rowGroup, memLimit: *memLimit})
+			phases: *phases, kinds: *kinds, rowGroup: *rowGroup, memLimit: *memLimit, compare: *compare})
 	}
 }
 
 // serveUpstream serves trivial endpoints — /json answers a small JSON (or
-// ?size=N bytes), /sse streams 16 chat chunks flushed back to back — and
+// ?size=N bytes), /sse streams 16 chat chunks flushed back to back (or
+// ?gap= apart, with no slot limit) — and
 // realistic ones with bounded capacity: /infer holds one of uo.slots for
 // uo.service then answers JSON; /gen holds a slot while it streams uo.tokens
 // chunks uo.gap (or ?gap=) apart, as an inference server's decode steps would.
@@ -115,9 +122,9 @@ func serveUpstream(uo upstreamOpts) {
 		switch r.URL.Path {
 		case "/sse", "/gen":
 			gen := r.URL.Path == "/gen"
-			n, gap := 16, uo.gap
+			n, gap, paced := 16, uo.gap, gen
 			if g, err := time.ParseDuration(r.URL.Query().Get("gap")); err == nil {
-				gap = g
+				gap, paced = g, true
 			}
 			if gen {
 				slots <- struct{}{}
@@ -128,7 +135,7 @@ func serveUpstream(uo upstreamOpts) {
 			w.Header().Set("X-Batch-Size", "8")
 			f := w.(http.Flusher)
 			for i := range n {
-				if gen && i > 0 {
+				if paced && i > 0 {
 					time.Sleep(gap)
 				}
 				w.Write(chunk)
@@ -166,6 +173,7 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 		log.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector()) // allocations and GC cycles per phase
 	m := recorder.NewMetrics(reg)
 	pipe := recorder.NewPipeline(w, red, recorder.PipelineOptions{Metrics: m})
 	opts := proxy.Options{Upstream: u, Metrics: m}
@@ -185,7 +193,10 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 		log.Fatal(err)
 	}
 	fmt.Println(ln.Addr(), mln.Addr())
-	go http.Serve(mln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/runtime", serveRuntimeHists)
+	go http.Serve(mln, mux)
 	srv := proxy.NewServer("", p)
 	go srv.Serve(ln)
 	if path := os.Getenv("REEL_BENCH_CPUPROFILE"); path != "" {
@@ -197,10 +208,86 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	<-ctx.Done()
 	stop()
+	if path := os.Getenv("REEL_BENCH_MEMPROFILE"); path != "" { // allocations of the proxy's whole life
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
 	pipe.Close(sctx)
+}
+
+// runtimeHists are the proxy's runtime histograms the latency phase reads:
+// how long goroutines wait to run once runnable (a forwarding goroutine
+// waiting for a P busy with recording work shows here), and the GC's
+// stop-the-world pauses.
+var runtimeHists = []string{"/sched/latencies:seconds", "/sched/pauses/total/gc:seconds"}
+
+type hist struct {
+	Buckets []float64 `json:"buckets"`
+	Counts  []uint64  `json:"counts"`
+}
+
+func serveRuntimeHists(w http.ResponseWriter, _ *http.Request) {
+	samples := make([]metrics.Sample, len(runtimeHists))
+	for i, n := range runtimeHists {
+		samples[i].Name = n
+	}
+	metrics.Read(samples)
+	out := map[string]hist{}
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindFloat64Histogram {
+			h := s.Value.Float64Histogram()
+			b := slices.Clone(h.Buckets)
+			for i, v := range b { // JSON has no infinities
+				b[i] = max(-math.MaxFloat64, min(v, math.MaxFloat64))
+			}
+			out[s.Name] = hist{Buckets: b, Counts: h.Counts}
+		}
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
+func readRuntimeHists(addr string) map[string]hist {
+	out := map[string]hist{}
+	resp, err := http.Get("http://" + addr + "/runtime")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+// histQuantile returns the upper bound of the bucket holding quantile q of
+// the counts added between a and b, and the number of samples.
+func histQuantile(a, b hist, q float64) (time.Duration, uint64) {
+	if len(b.Counts) == 0 || len(a.Counts) != len(b.Counts) {
+		return -1, 0
+	}
+	var n uint64
+	for i := range b.Counts {
+		n += b.Counts[i] - a.Counts[i]
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	need := uint64(math.Ceil(q * float64(n)))
+	var c uint64
+	for i := range b.Counts {
+		c += b.Counts[i] - a.Counts[i]
+		if c >= need {
+			up := b.Buckets[i+1]
+			if up == math.MaxFloat64 {
+				up = b.Buckets[i]
+			}
+			return time.Duration(up * 1e9), n
+		}
+	}
+	return -1, n
 }
 
 func jsonBody(n int) []byte {
@@ -219,8 +306,15 @@ type child struct {
 }
 
 func start(args ...string) *child {
-	cmd := exec.Command(os.Args[0], args...)
+	return startCmd(exec.Command(os.Args[0], args...))
+}
+
+func startCmd(cmd *exec.Cmd) *child {
+	args := cmd.Args[1:]
 	cmd.Stderr = os.Stderr
+	if g := os.Getenv("REEL_BENCH_PROXY_GODEBUG"); g != "" && slices.Contains(args, "proxy") {
+		cmd.Env = append(os.Environ(), "GODEBUG="+g) // e.g. gctrace=1 for the proxy alone
+	}
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
@@ -317,6 +411,64 @@ func fixedRate(target string, body []byte, rate int, d time.Duration) *result {
 	return &result{lat: lat, errors: errs.Load(), n: int64(n), secs: time.Since(t0).Seconds()}
 }
 
+// interleaved sends rate req/s to each of bases[0]+path (direct) and
+// bases[1:]+path (proxies) for d on one open-loop schedule of
+// len(bases)×rate req/s: each round of len(bases) slots takes every target
+// once, in an order drawn at random (seeded by seed), so that no target
+// always follows another (a request finds the upstream and the load
+// generator warmer right after another one: a fixed order showed a
+// 0.06–0.09 ms p50 bias between two copies of the same proxy). Each
+// request is timed from its due time to its last response byte. All
+// streams see the same load generator, upstream and machine load at the
+// same moments, so the difference of their quantiles is the proxy's, not
+// the machine's.
+func interleaved(bases []string, k kind, rate int, d time.Duration, seed uint64) []*result {
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	order := make([]int, len(bases))
+	for i := range order {
+		order[i] = i
+	}
+	c := newClient()
+	m := len(bases)
+	n := int(d.Seconds() * float64(rate))
+	lat := make([][]time.Duration, m)
+	errs := make([]atomic.Int64, m)
+	for i := range lat {
+		lat[i] = make([]time.Duration, n)
+	}
+	var once sync.Once
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 1024)
+	t0 := time.Now()
+	for j := range m * n {
+		due := t0.Add(time.Duration(j) * time.Second / time.Duration(m*rate))
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		if j%m == 0 {
+			rnd.Shuffle(m, func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		side, i := order[j%m], j/m
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := do(c, bases[side]+k.path, k.body); err != nil {
+				errs[side].Add(1)
+				once.Do(func() { log.Printf("%s: first error: %v", bases[side]+k.path, err) })
+			}
+			lat[side][i] = time.Since(due)
+		})
+	}
+	wg.Wait()
+	secs := time.Since(t0).Seconds()
+	res := make([]*result, m)
+	for i := range res {
+		slices.Sort(lat[i])
+		res[i] = &result{lat: lat[i], errors: errs[i].Load(), n: int64(n), secs: secs}
+	}
+	return res
+}
+
 // saturate runs conc closed-loop workers for d and counts completions.
 func saturate(target string, body []byte, conc int, d time.Duration) *result {
 	c := newClient()
@@ -380,6 +532,7 @@ type benchOpts struct {
 	record             bool
 	phases, kinds      string
 	rowGroup, memLimit int64
+	compare            string
 }
 
 type kind struct {
@@ -417,36 +570,62 @@ func bench(o benchOpts) {
 	fmt.Printf("# record=%v, GOMAXPROCS per process = %d cores; load average at start: %s\n", o.record, numCPU(), loadavg())
 
 	if has("latency") {
-		fmt.Printf("\n# added latency at %d req/s (open loop, from due time to last byte), %v per phase,\n", o.rate, o.d)
-		fmt.Printf("# %d repetitions, direct and proxy interleaved (order alternates); times in ms.\n", o.reps)
+		fmt.Printf("\n# added latency at %d req/s through the proxy: one open-loop schedule at %d req/s alternates\n", o.rate, 2*o.rate)
+		fmt.Printf("# direct and proxied requests (same load generator, same upstream, same moments), each timed\n")
+		fmt.Printf("# from its due time to its last byte; %v per repetition, %d repetitions; times in ms.\n", o.d, o.reps)
 		fmt.Printf("# json: 40 B answered with 50 B; sse: 600 B chat answered with 16 chunks back to back + usage + [DONE];\n")
-		fmt.Printf("# sse-gen: the same stream from the slot-bounded upstream, chunks 2 ms apart\n")
-		fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %6s\n", "kind", "rep", "dir p50", "prx p50", "add p50", "dir p99", "prx p99", "add p99", "errors")
-		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}, {"sse-gen", "/gen?gap=2ms", chat}} {
+		fmt.Printf("# sse-gen: the same stream with chunks 2 ms apart (token-paced; no slot limit, as both streams share the upstream).\n")
+		fmt.Printf("# gc: the proxy's GC cycles during the repetition; alloc/req: its heap allocations per proxied request;\n")
+		fmt.Printf("# sch p99/p999: how long the proxy's runnable goroutines waited for a P (runtime bucket bound);\n")
+		fmt.Printf("# stw max: its longest GC stop-the-world pause\n")
+		fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %6s %4s %9s %9s %9s %9s\n", "kind", "rep", "dir p50", "prx p50", "add p50", "dir p99", "prx p99", "add p99", "errors", "gc", "alloc/req", "sch p99", "sch p999", "stw max")
+		for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}, {"sse-gen", "/sse?gap=2ms", chat}} {
 			if !slices.Contains(strings.Split(o.kinds, ","), k.name) {
 				continue
 			}
-			var add50, add99, d50, p50, d99, p99 []time.Duration
+			var add50, add99, d50, p50, d99, p99, sched99, sched999, stwMax []time.Duration
+			interleaved(bases[:], k, o.rate, o.d/5, 0) // warm-up
 			for rep := range o.reps {
-				var res [2]*result
-				for j := range 2 {
-					i := j
-					if rep%2 == 1 {
-						i = 1 - j
-					}
-					fixedRate(bases[i]+k.path, k.body, o.rate, o.d/5) // warm-up
-					res[i] = fixedRate(bases[i]+k.path, k.body, o.rate, o.d)
-				}
+				gc0, mal0 := metricSum(px.addrs[1], "go_gc_duration_seconds_count"), metricSum(px.addrs[1], "go_memstats_mallocs_total")
+				rh0 := readRuntimeHists(px.addrs[1])
+				res := interleaved(bases[:], k, o.rate, o.d, uint64(rep+1))
+				rh1 := readRuntimeHists(px.addrs[1])
+				gc1, mal1 := metricSum(px.addrs[1], "go_gc_duration_seconds_count"), metricSum(px.addrs[1], "go_memstats_mallocs_total")
+				s99, _ := histQuantile(rh0[runtimeHists[0]], rh1[runtimeHists[0]], 0.99)
+				s999, _ := histQuantile(rh0[runtimeHists[0]], rh1[runtimeHists[0]], 0.999)
+				stw, _ := histQuantile(rh0[runtimeHists[1]], rh1[runtimeHists[1]], 1)
+				sched99, sched999, stwMax = append(sched99, s99), append(sched999, s999), append(stwMax, stw)
 				a50, a99 := res[1].q(0.5)-res[0].q(0.5), res[1].q(0.99)-res[0].q(0.99)
 				add50, add99 = append(add50, a50), append(add99, a99)
 				d50, p50 = append(d50, res[0].q(0.5)), append(p50, res[1].q(0.5))
 				d99, p99 = append(d99, res[0].q(0.99)), append(p99, res[1].q(0.99))
-				fmt.Printf("%-8s %4d %9s %9s %9s %9s %9s %9s %6d\n", k.name, rep+1, ms(res[0].q(0.5)), ms(res[1].q(0.5)), ms(a50),
-					ms(res[0].q(0.99)), ms(res[1].q(0.99)), ms(a99), res[0].errors+res[1].errors)
+				fmt.Printf("%-8s %4d %9s %9s %9s %9s %9s %9s %6d %4.0f %9.0f %9s %9s %9s\n", k.name, rep+1, ms(res[0].q(0.5)), ms(res[1].q(0.5)), ms(a50),
+					ms(res[0].q(0.99)), ms(res[1].q(0.99)), ms(a99), res[0].errors+res[1].errors, gc1-gc0, (mal1-mal0)/float64(res[1].n),
+					ms(s99), ms(s999), ms(stw))
 			}
-			fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s\n", k.name, "med", ms(median(d50)), ms(median(p50)), ms(median(add50)),
-				ms(median(d99)), ms(median(p99)), ms(median(add99)))
+			fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %6s %4s %9s %9s %9s %9s\n", k.name, "med", ms(median(d50)), ms(median(p50)), ms(median(add50)),
+				ms(median(d99)), ms(median(p99)), ms(median(add99)), "", "", "", ms(median(sched99)), ms(median(sched999)), ms(median(stwMax)))
+			fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s\n", k.name, "min", ms(slices.Min(d50)), ms(slices.Min(p50)), ms(slices.Min(add50)),
+				ms(slices.Min(d99)), ms(slices.Min(p99)), ms(slices.Min(add99)))
+			fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s\n", k.name, "max", ms(slices.Max(d50)), ms(slices.Max(p50)), ms(slices.Max(add50)),
+				ms(slices.Max(d99)), ms(slices.Max(p99)), ms(slices.Max(add99)))
 		}
+		fmt.Printf("# load average after the latency phase: %s\n", loadavg())
+		if os.Getenv("REEL_BENCH_WRITE_HIST") != "" {
+			resp, err := http.Get("http://" + px.addrs[1] + "/metrics")
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, "reel_recorder_write_seconds") || strings.HasPrefix(l, "reel_recorder_exchanges_total") {
+						fmt.Println(l)
+					}
+				}
+			}
+		}
+	}
+	if has("compare") && o.compare != "" {
+		comparePhase(o, up, px, dir, small, chat)
 	}
 	if has("capacity") {
 		workers := 2 * o.up.slots
@@ -480,6 +659,39 @@ func bench(o benchOpts) {
 			float64(res.n)/res.secs, res.q(0.5).Round(time.Microsecond), res.q(0.99).Round(time.Microsecond), res.errors,
 			float64(vmHWM(px.cmd.Process.Pid))/1024,
 			metricSum(px.addrs[1], "reel_recorder_exchanges_total"), metricSum(px.addrs[1], "reel_recorder_dropped_total"))
+	}
+}
+
+// comparePhase runs this build's proxy (A) and another build's (B, from
+// -compare) side by side on one interleaved schedule with direct requests,
+// so that two versions of the proxy are compared under the same machine
+// load, request by request. Both record to their own dataset.
+func comparePhase(o benchOpts, up, px *child, dir string, small, chat []byte) {
+	dirB, err := os.MkdirTemp(dir, "b-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(o.compare, "-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dirB, "-record="+strconv.FormatBool(o.record),
+		"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
+	pb := startCmd(cmd)
+	defer pb.stop()
+	bases := []string{"http://" + up.addrs[0], "http://" + px.addrs[0], "http://" + pb.addrs[0]}
+	fmt.Printf("\n# compare: direct, A (this build) and B (%s) interleaved, %d req/s each, %v per repetition; ms\n", o.compare, o.rate, o.d)
+	fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %9s\n", "kind", "rep", "dir p99", "A add50", "B add50", "B−A p50", "A add99", "B add99", "B−A p99")
+	for _, k := range []kind{{"json", "/json", small}, {"sse", "/sse", chat}} {
+		if !slices.Contains(strings.Split(o.kinds, ","), k.name) {
+			continue
+		}
+		interleaved(bases, k, o.rate, o.d/5, 0) // warm-up
+		var d50, d99 []time.Duration
+		for rep := range o.reps {
+			r := interleaved(bases, k, o.rate, o.d, uint64(rep+1))
+			a50, b50 := r[1].q(0.5)-r[0].q(0.5), r[2].q(0.5)-r[0].q(0.5)
+			a99, b99 := r[1].q(0.99)-r[0].q(0.99), r[2].q(0.99)-r[0].q(0.99)
+			d50, d99 = append(d50, b50-a50), append(d99, b99-a99)
+			fmt.Printf("%-8s %4d %9s %9s %9s %9s %9s %9s %9s\n", k.name, rep+1, ms(r[0].q(0.99)), ms(a50), ms(b50), ms(b50-a50), ms(a99), ms(b99), ms(b99-a99))
+		}
+		fmt.Printf("%-8s %4s %9s %9s %9s %9s %9s %9s %9s\n", k.name, "med", "", "", "", ms(median(d50)), "", "", ms(median(d99)))
 	}
 }
 
