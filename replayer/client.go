@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"bufio"
 	"bytes"
 	"container/list"
 	"context"
@@ -11,12 +12,8 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
-	"net/http/httptrace"
-	"strconv"
-	"strings"
+	"net/url"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,34 +42,45 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // unixNs converts a mono reading to ns since the Unix epoch.
 func unixNs(m int64) int64 { return epoch.UnixNano() + m }
 
-// clientOptions configures a client; the zero value of each field works.
+// clientOptions configures a client; the zero value of each field works
+// except Target.
 type clientOptions struct {
+	Target     *url.URL      // scheme and host of the shadow
 	Mode       ConnMode      // default ConnPooled
 	Timeout    time.Duration // per request, from the send; 0 = none
 	TLS        *tls.Config   // nil = Go's defaults
-	MaxConns   int           // ConnRecorded: connections kept open at once, LRU; default 4096
+	MaxConns   int           // ConnRecorded: idle connections kept at once, LRU; default 4096
 	PoolConns  int           // ConnPooled: connections to the target at most; 0 = no limit
-	BufferSize int           // transport and body read buffers; default 64 KiB
+	BufferSize int           // response read buffer per request in flight; default 64 KiB
 }
 
-// client sends prepared requests and times them.
+// client sends prepared requests over HTTP/1.1 and times them. It is the
+// replayer's own lean client, not net/http's: the sender goroutine writes
+// the pre-rendered request with one write, takes the send time when the
+// write returns, then reads and parses the response on the same goroutine —
+// no per-connection reader and writer goroutines, no hand-offs, no trace
+// callbacks, no context per request (bench/replay profile, see
+// docs/performance.md).
 type client struct {
 	opts   clientOptions
-	pooled *http.Transport
-
-	mu    sync.Mutex               // guards conns and lru
-	conns map[string]*list.Element // conn key → element of lru holding *connEntry
-	lru   *list.List
-
-	bufs sync.Pool // *[]byte read buffers for response bodies
+	ctx    context.Context // the run: cancelling it breaks every connection's I/O
+	pooled *pool
+	keyed  *keyed
+	states sync.Pool // *exchange: a response's reader and parse state, reused
+	bufs   sync.Pool // *[]byte read buffers for SSE bodies
 }
 
-type connEntry struct {
-	key string
-	t   *http.Transport
+// exchange is the per-request state of a response, pooled: the reader
+// attached to the connection, the parsed head and the body's framing.
+type exchange struct {
+	br   *bufio.Reader
+	h    respHead
+	body bodyReader
 }
 
-func newClient(opts clientOptions) *client {
+// newClient makes a client for one run; cancelling ctx fails every request
+// in flight and every later one.
+func newClient(ctx context.Context, opts clientOptions) *client {
 	if opts.Mode == "" {
 		opts.Mode = ConnPooled
 	}
@@ -82,146 +90,210 @@ func newClient(opts clientOptions) *client {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = 64 << 10
 	}
-	c := &client{opts: opts, conns: map[string]*list.Element{}, lru: list.New()}
-	c.pooled = c.transport(opts.PoolConns)
+	dl := newDialer(ctx, opts.Target, opts.TLS, opts.Timeout)
+	c := &client{
+		opts:   opts,
+		ctx:    ctx,
+		pooled: &pool{dl: dl, max: max(opts.PoolConns, 0)},
+		keyed:  &keyed{dl: dl, max: opts.MaxConns, byKey: map[string]*list.Element{}, lru: list.New()},
+	}
+	c.states.New = func() any { return &exchange{br: bufio.NewReaderSize(nil, opts.BufferSize)} }
 	c.bufs.New = func() any { b := make([]byte, opts.BufferSize); return &b }
 	return c
 }
 
-// transport builds a transport tuned for replay; perHost > 0 caps its
-// connections (1 for a recorded connection).
-func (c *client) transport(perHost int) *http.Transport {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	idle := 8192
-	if perHost > 0 {
-		idle = min(perHost, idle)
-	}
-	return &http.Transport{
-		Proxy:               nil, // a replay goes where it is told, never through $HTTP_PROXY
-		DialContext:         d.DialContext,
-		TLSClientConfig:     c.opts.TLS,
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: idle,
-		MaxConnsPerHost:     perHost,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true, // SSE events must arrive as sent, and bytes as on the wire
-		WriteBufferSize:     c.opts.BufferSize,
-		ReadBufferSize:      c.opts.BufferSize,
-		TLSHandshakeTimeout: 10 * time.Second,
-	}
-}
-
-// transportFor returns the transport for a recorded connection key.
-func (c *client) transportFor(key string) *http.Transport {
-	if c.opts.Mode != ConnRecorded || key == "" {
-		return c.pooled
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.conns[key]; ok {
-		c.lru.MoveToFront(e)
-		return e.Value.(*connEntry).t
-	}
-	t := c.transport(1)
-	c.conns[key] = c.lru.PushFront(&connEntry{key: key, t: t})
-	for c.lru.Len() > c.opts.MaxConns {
-		old := c.lru.Back()
-		ce := old.Value.(*connEntry)
-		c.lru.Remove(old)
-		delete(c.conns, ce.key)
-		ce.t.CloseIdleConnections()
-	}
-	return t
-}
-
 // close drops every idle connection.
 func (c *client) close() {
-	c.pooled.CloseIdleConnections()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for e := c.lru.Front(); e != nil; e = e.Next() {
-		e.Value.(*connEntry).t.CloseIdleConnections()
+	c.pooled.closeIdle()
+	c.keyed.closeIdle()
+}
+
+// get returns a connection for a request: the recorded connection's own
+// under ConnRecorded, else one from the pool.
+func (c *client) get(ctx context.Context, key string) (*conn, error) {
+	if c.opts.Mode == ConnRecorded && key != "" {
+		return c.keyed.get(key)
+	}
+	return c.pooled.get(ctx)
+}
+
+// done gives a connection back after its response: kept when reusable,
+// else closed.
+func (c *client) done(cn *conn, reusable bool) {
+	switch {
+	case cn.key != "" && reusable:
+		c.keyed.put(cn)
+	case cn.key != "":
+		cn.close()
+	case reusable:
+		c.pooled.put(cn)
+	default:
+		c.pooled.discard(cn)
 	}
 }
 
-// timing collects the trace callbacks of one request; they run on the
-// transport's goroutines.
-type timing struct {
-	wrote atomic.Int64 // mono ns when the request was written
-	first atomic.Int64 // mono ns of the first response byte
+// flight is a request the dispatcher already wrote itself (see tryWrite):
+// the sender goes on from the response.
+type flight struct {
+	cn   *conn
+	send int64 // mono ns when the write returned
+	err  error // the write failed
 }
 
-// do sends p and fills res with status, timings (SPEC §6), tokens, bytes and
-// the shadow's batch context. schedMono is the request's due time (mono ns)
-// and startMono when the sender began; failures are recorded in res.Error.
-func (c *client) do(ctx context.Context, connKey string, p *prepared, schedMono, startMono int64, res *formats.Result) {
-	tm := &timing{}
-	trace := &httptrace.ClientTrace{
-		WroteRequest:         func(httptrace.WroteRequestInfo) { tm.wrote.Store(mono()) },
-		GotFirstResponseByte: func() { tm.first.Store(mono()) },
+// maxEagerWrite bounds the requests the dispatcher writes itself: a larger
+// one could fill the socket buffer and block the schedule.
+const maxEagerWrite = 64 << 10
+
+// tryWrite writes p on an idle pooled connection, when one is ready without
+// waiting or dialling, and reports whether it did. The dispatcher calls it
+// at low rates so that t_send does not wait for a sender goroutine to be
+// woken on another thread (the largest part of lag's tail at 5k req/s).
+func (c *client) tryWrite(key string, p *prepared, f *flight) bool {
+	if len(p.wire) > maxEagerWrite || (c.opts.Mode == ConnRecorded && key != "") {
+		return false
 	}
-	if c.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
-		defer cancel()
+	cn := c.pooled.tryGet()
+	if cn == nil {
+		return false
 	}
-	ctx = httptrace.WithClientTrace(ctx, trace)
-	req, err := http.NewRequestWithContext(ctx, p.method, p.url, nil)
-	if err != nil {
-		c.fail(res, startMono, schedMono, fmt.Errorf("build request: %w", err))
-		return
+	f.cn = cn
+	f.send, f.err = c.write(cn, p)
+	return true
+}
+
+// do sends p (unless f says the dispatcher wrote it) and fills res with
+// status, timings (SPEC §6), tokens, bytes and the shadow's batch context.
+// schedMono is the request's due time (mono ns) and startMono when the
+// sender began; failures are recorded in res.Error.
+func (c *client) do(ctx context.Context, key string, p *prepared, schedMono, startMono int64, res *formats.Result, f *flight) {
+	res.BytesSent = int64(len(p.wire))
+	send := startMono // until written: time a failure from when the sender began
+	setSent := func() {
+		res.SentUnixNs = unixNs(send)
+		res.LagNs = send - schedMono
 	}
-	req.Header = p.header
-	if len(p.body) > 0 {
-		body := p.body
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.ContentLength = int64(len(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var cn *conn
+	var err error
+	if f != nil && f.cn != nil {
+		cn, send, err = f.cn, f.send, f.err
+	} else {
+		if cn, err = c.get(ctx, key); err != nil {
+			setSent()
+			c.fail(res, send, schedMono, err)
+			return
+		}
+		send, err = c.write(cn, p)
 	}
-	res.BytesSent = p.headBytes + int64(len(p.body))
-	resp, err := c.transportFor(connKey).RoundTrip(req)
-	send := tm.wrote.Load()
-	if send == 0 {
-		send = startMono // never written: time it from when the sender began
-	}
-	res.SentUnixNs = unixNs(send)
-	res.LagNs = send - schedMono
-	if err != nil {
+	st := c.states.Get().(*exchange)
+	defer c.states.Put(st)
+	br := st.br
+	defer br.Reset(nil)
+	var first int64
+	for attempt := 0; ; attempt++ {
+		if err == nil {
+			if first, err = c.awaitFirst(cn, br); err == nil {
+				break
+			}
+		}
+		// A reused connection that fails before any response byte was most
+		// likely closed by the server while idle: retry once on a fresh one.
+		if cn.reused && attempt == 0 && !isTimeout(err) && c.ctx.Err() == nil {
+			if cn, err = c.redial(cn); err == nil {
+				send, err = c.write(cn, p)
+				continue
+			}
+		} else {
+			c.done(cn, false)
+		}
+		setSent()
 		c.fail(res, send, schedMono, err)
 		return
 	}
-	defer resp.Body.Close()
-	res.Status = int32(resp.StatusCode)
-	res.BatchSize = headerInt(resp.Header, "X-Batch-Size")
-	res.QueueDepth = headerInt(resp.Header, "X-Queue-Depth")
-	recv := int64(len(resp.Proto) + len(resp.Status) + 3)
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			recv += int64(len(k) + len(v) + 4)
-		}
+	setSent()
+	h := &st.h
+	if err := readHead(br, h); err != nil {
+		c.done(cn, false)
+		c.fail(res, send, schedMono, fmt.Errorf("read response: %w", noEOF(err)))
+		res.BytesRecv = h.bytes
+		return
 	}
-	if f := tm.first.Load(); f > 0 {
-		res.TTFBNs = f - send
-	}
-	bp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bp)
-	var end, n int64
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		end, n, err = readStream(resp.Body, *bp, send, res)
+	res.Status = int32(h.status)
+	res.BatchSize = h.batchSize
+	res.QueueDepth = h.queueDepth
+	res.TTFBNs = first - send
+	body := &st.body
+	body.reset(br, h, p.head || h.status == 204 || h.status == 304)
+	var end int64
+	if h.sse {
+		bp := c.bufs.Get().(*[]byte)
+		end, _, err = readStream(body, *bp, send, res)
+		c.bufs.Put(bp)
 	} else {
-		end, n, err = readBody(resp.Body, *bp, resp.Header.Get("Content-Type"), res)
+		end, _, err = readBody(body, h.json, res)
 	}
-	res.BytesRecv = recv + n
+	res.BytesRecv = h.bytes + body.wire
 	res.E2ENs = end - send
 	res.E2ESchedNs = end - schedMono
 	if err != nil {
-		res.Error = errorText(fmt.Errorf("read response: %w", err))
+		res.Error = errorText(c.canceled(fmt.Errorf("read response: %w", err)))
 	}
+	c.done(cn, err == nil && body.clean && !h.close && br.Buffered() == 0)
 }
 
-// fail records a request that got no response.
+// write writes p on cn with one write and returns when it returned (t_send).
+func (c *client) write(cn *conn, p *prepared) (send int64, err error) {
+	if c.opts.Timeout > 0 {
+		cn.nc.SetDeadline(time.Now().Add(c.opts.Timeout))
+		if err := c.ctx.Err(); err != nil { // cancelled before the deadline was set: it may have undone the break
+			return mono(), err
+		}
+	}
+	_, err = cn.nc.Write(p.wire)
+	send = mono()
+	if err != nil {
+		return send, fmt.Errorf("write request: %w", err)
+	}
+	return send, nil
+}
+
+// awaitFirst waits for the first response byte on cn and returns when it
+// arrived.
+func (c *client) awaitFirst(cn *conn, br *bufio.Reader) (first int64, err error) {
+	br.Reset(cn.nc)
+	if _, err := br.Peek(1); err != nil {
+		return 0, fmt.Errorf("read response: %w", noEOF(err)) // EOF: closed without a byte
+	}
+	return mono(), nil
+}
+
+// redial closes a failed connection and dials a fresh one in its place
+// (the same pool slot, the same recorded connection).
+func (c *client) redial(old *conn) (*conn, error) {
+	old.close()
+	cn, err := c.pooled.dl.dial(old.key)
+	if err != nil && old.key == "" {
+		c.pooled.release()
+	}
+	return cn, err
+}
+
+// canceled turns the I/O error of a run cancelled mid-request (the run
+// breaks connections with a past deadline) into a cancellation.
+func (c *client) canceled(err error) error {
+	if cerr := c.ctx.Err(); cerr != nil && isTimeout(err) && !errors.Is(err, cerr) {
+		return cerr // the I/O error's "timeout" text would misclassify the row
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// fail records a request that got no (complete) response.
 func (c *client) fail(res *formats.Result, at, schedMono int64, err error) {
-	res.Error = errorText(err)
+	res.Error = errorText(c.canceled(err))
 	now := mono()
 	res.E2ENs = now - at
 	res.E2ESchedNs = now - schedMono
@@ -274,13 +346,13 @@ const maxUsageBody = 1 << 20
 
 // readBody reads a non-streaming body to its last byte; JSON bodies up to
 // maxUsageBody are parsed for usage.completion_tokens.
-func readBody(body io.Reader, scratch []byte, contentType string, res *formats.Result) (end, n int64, err error) {
-	if strings.Contains(contentType, "json") {
+func readBody(body io.Reader, isJSON bool, res *formats.Result) (end, n int64, err error) {
+	if isJSON {
 		var buf bytes.Buffer
-		n, err = io.CopyBuffer(&buf, io.LimitReader(body, maxUsageBody), scratch)
+		n, err = io.Copy(&buf, io.LimitReader(body, maxUsageBody))
 		if err == nil && n == maxUsageBody {
 			var m int64
-			m, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{body}, scratch)
+			m, err = io.Copy(io.Discard, body)
 			n += m
 		} else if err == nil {
 			var u struct {
@@ -294,20 +366,8 @@ func readBody(body io.Reader, scratch []byte, contentType string, res *formats.R
 		}
 		return mono(), n, err
 	}
-	n, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{body}, scratch)
+	n, err = io.Copy(io.Discard, body)
 	return mono(), n, err
-}
-
-func headerInt(h http.Header, name string) int32 {
-	v := h.Get(name)
-	if v == "" {
-		return -1
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-	if err != nil {
-		return -1
-	}
-	return int32(n)
 }
 
 // errorText turns a request error into a short, stable text for the error
@@ -315,10 +375,12 @@ func headerInt(h http.Header, name string) int32 {
 func errorText(err error) string {
 	var ne net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return "timeout: " + err.Error()
 	case errors.Is(err, context.Canceled):
 		return "canceled: " + err.Error()
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "timeout: " + err.Error()
+	case errors.Is(err, errHead):
+		return "protocol: " + err.Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "refused: " + err.Error()
 	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF):

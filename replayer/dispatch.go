@@ -11,23 +11,49 @@ import (
 )
 
 // DefaultSpinWindow is how long before a due time the dispatcher stops
-// sleeping and waits precisely. Go's timers wake up to a millisecond late
-// (more on a loaded machine), so the last stretch is a yield loop.
+// sleeping on Go's timer and waits precisely. Go's timers wake up to a
+// millisecond late (the runtime's poller sleeps in whole milliseconds, more
+// on a loaded machine), so the last stretch is a precise sleep (Linux, see
+// sleepPrecise) or a yield loop.
 const DefaultSpinWindow = 2 * time.Millisecond
 
 // minSpin is the shortest precise wait: below it a timer's wake-up error
 // (tens of µs when idle) would show in lag.
 const minSpin = 50 * time.Microsecond
 
-// spinFor is the precise-wait window before a due time gap after the
-// previous one: at most window and at most three quarters of the gap, so
-// that at thousands of requests per second the dispatcher sleeps a little
-// between requests instead of spinning away the core its senders need. On
-// 2 shared cores (bench/replay, 5k req/s) a window as long as the gap gave
-// lag p99 1.8–3.6 ms, half the gap 1.2 ms, three quarters 0.8–1.1 ms; at
-// 1k req/s three quarters gave 0.54 ms against 0.70 ms for half.
+// spinFor is the spinning window (where precise sleeps are unavailable)
+// before a due time gap after the previous one: at most window and at most
+// three quarters of the gap, so that at thousands of requests per second
+// the dispatcher sleeps a little between requests instead of spinning away
+// the core its senders need. On 2 shared cores (bench/replay, 5k req/s) a
+// window as long as the gap gave lag p99 1.8–3.6 ms, half the gap 1.2 ms,
+// three quarters 0.8–1.1 ms; at 1k req/s three quarters gave 0.54 ms
+// against 0.70 ms for half.
 func spinFor(window time.Duration, gap int64) time.Duration {
 	return max(min(window, time.Duration(gap*3/4)), minSpin)
+}
+
+// coarseGap: while requests come closer together than this on average
+// (above 10k req/s), they are paced by Go's timer alone, with no precise
+// wait: one wake-up sends every request that came due meanwhile, where a
+// precise wait per request cost more CPU than the request itself
+// (bench/replay at 20k req/s: 33 µs of CPU per request with the timer
+// alone, 42 µs with precise sleeps, 51 µs spinning). Lag then grows to the
+// timer's lateness, up to about a millisecond when the process is idle.
+const coarseGap = 100 * time.Microsecond
+
+// pace chooses how the dispatcher waits for a request due gap ns after the
+// previous one, avgGap the recent mean: the stretch before the due time that
+// is waited precisely, and whether by precise sleeps (canSleep) rather than
+// spinning.
+func pace(window time.Duration, gap, avgGap int64, canSleep bool) (time.Duration, bool) {
+	switch {
+	case time.Duration(avgGap) < coarseGap:
+		return 0, false
+	case canSleep:
+		return window, true
+	}
+	return spinFor(window, gap), false
 }
 
 // yieldEvery spaces the yields of the precise wait: runtime.Gosched takes
@@ -35,11 +61,17 @@ func spinFor(window time.Duration, gap int64) time.Duration {
 // spinning dispatcher the hottest user of that lock (bench/replay profile).
 const yieldEvery = 5 * time.Microsecond
 
-// waitUntil returns at the monotonic time due (ns, see mono): it sleeps until
-// spin before it, then spins on the clock, yielding every yieldEvery so the
-// senders it just started (and anything else runnable) get the processor.
-// The first turn always yields. It never waits for a due time already past.
-func waitUntil(ctx context.Context, due int64, spin time.Duration, timer *time.Timer) error {
+// preciseTail is how long before a due time a precise (nanosleep) wait
+// stops sleeping and spins: about the sleep's usual overshoot.
+const preciseTail = 20 * time.Microsecond
+
+// waitUntil returns at the monotonic time due (ns, see mono): it sleeps on
+// timer until spin before it; then, when precise (see sleepPrecise), it
+// sleeps on the thread until preciseTail before it; then it spins on the
+// clock, yielding every yieldEvery so the senders it just started (and
+// anything else runnable) get the processor. The first turn always yields.
+// It never waits for a due time already past.
+func waitUntil(ctx context.Context, due int64, spin time.Duration, timer *time.Timer, precise bool) error {
 	var yielded int64
 	for {
 		now := mono()
@@ -57,6 +89,13 @@ func waitUntil(ctx context.Context, due int64, spin time.Duration, timer *time.T
 			}
 			continue
 		}
+		if precise && d > preciseTail && yielded != 0 {
+			// The sleeping thread keeps its processor: yielded first, so the
+			// sender just handed a request runs now instead of waiting to be
+			// stolen by another processor.
+			sleepPrecise(d - preciseTail)
+			continue
+		}
 		if yielded == 0 || time.Duration(now-yielded) >= yieldEvery {
 			runtime.Gosched()
 			yielded = mono()
@@ -66,6 +105,8 @@ func waitUntil(ctx context.Context, due int64, spin time.Duration, timer *time.T
 
 // job is one request on its way out.
 type job struct {
+	eager bool   // the dispatcher may write the request itself (see client.tryWrite)
+	fl    flight // what the dispatcher wrote
 	it    item
 	p     *prepared
 	err   error // the request could not be built: written as an error row, not sent
@@ -73,49 +114,81 @@ type job struct {
 	off   int64 // due time, ns from the run's start
 }
 
-// sender sends jobs open-loop. By default it keeps an elastic pool: a job
-// goes to an idle sender goroutine when one is waiting, else to a new one
-// that stays for later jobs — so sends never wait for responses, and the
-// goroutines' grown stacks are reused instead of grown again per request (a
-// goroutine per request collapsed at 20k req/s in bench/replay). With
+// sender sends jobs open-loop through a pool of sender goroutines. A job
+// goes to the most recently idle sender (its stack and connection are still
+// warm), else to a new sender that stays for later jobs — so a send never
+// waits for a response, and grown stacks are reused instead of grown again
+// per request (a goroutine per request collapsed at 20k req/s in
+// bench/replay). One exception keeps a CPU-bound client from collapsing:
+// when the dispatcher itself is late (saturatedLag behind the due time, so
+// the processors, not the target, are the bottleneck) a job with no idle
+// sender waits in a queue for the next sender to finish instead of starting
+// another one: more goroutines and connections would only add work, and
+// the dispatcher, one goroutine among them, would fall further behind.
+// Queued jobs are taken first by every sender that finishes. With
 // workers > 0 the pool is fixed: a busy pool delays the send, which shows
 // in lag.
 type sender struct {
 	ctx      context.Context
 	c        *client
 	send     func(j *job) // fills and emits the result
-	workers  chan *job    // fixed pool, or idle elastic workers waiting
-	fixed    bool
+	limit    int          // fixed pool size; 0 = elastic
 	inflight sync.WaitGroup
 	sem      chan struct{}         // --max-inflight slots; nil = unbounded
 	serial   bool                  // ConnRecorded: one request at a time per recorded connection, in order
 	conns    map[string]*connQueue // serial: queues by connection key; dispatcher goroutine only
 	held     atomic.Int64          // requests that waited for a slot
 	active   atomic.Int64          // requests in flight now
+
+	mu      sync.Mutex // guards idle, queue, workers
+	idle    []*worker  // idle senders, the most recently idle last
+	queue   []*job     // jobs waiting for a sender (fixed pool full, or client saturated); at most maxQueued
+	workers int        // senders started
+	taken   sync.Cond  // signalled when a sender takes a queued job (L = &mu)
 }
 
+// maxQueued bounds the jobs waiting for a sender; beyond it the dispatcher
+// waits too (and stops reading ahead), so memory stays bounded however far
+// behind the client falls.
+const maxQueued = 1024
+
+// worker is one sender goroutine's mailbox.
+type worker struct{ jobs chan *job }
+
+// saturatedLag is how late the dispatcher must be handing out a job before
+// it counts the client as CPU-bound and queues instead of adding a sender.
+// Well above the coarse pacing's timer lateness (about 1 ms).
+const saturatedLag = 5 * time.Millisecond
+
 func newSender(ctx context.Context, c *client, workers, maxInflight int, serial bool, send func(*job)) *sender {
-	s := &sender{ctx: ctx, c: c, send: send, serial: serial, conns: map[string]*connQueue{}}
+	s := &sender{ctx: ctx, c: c, send: send, serial: serial, conns: map[string]*connQueue{}, limit: max(workers, 0)}
+	s.taken.L = &s.mu
 	if maxInflight > 0 {
 		s.sem = make(chan struct{}, maxInflight)
-	}
-	s.workers = make(chan *job)
-	if workers > 0 {
-		s.fixed = true
-		for range workers {
-			go s.work(nil)
-		}
 	}
 	return s
 }
 
-// work sends first (if any), then every job it is handed until stop.
-func (s *sender) work(first *job) {
-	if first != nil {
-		s.run(first)
-	}
-	for j := range s.workers {
+// work runs j, then queued jobs, then whatever it is handed while idle,
+// until its mailbox closes.
+func (s *sender) work(w *worker, j *job) {
+	for {
 		s.run(j)
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			j = s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.taken.Signal()
+			s.mu.Unlock()
+			continue
+		}
+		s.idle = append(s.idle, w)
+		s.mu.Unlock()
+		var ok bool
+		if j, ok = <-w.jobs; !ok {
+			return
+		}
 	}
 }
 
@@ -142,16 +215,33 @@ func (s *sender) dispatch(j *job) error {
 			return nil
 		}
 	}
-	if s.fixed {
-		s.workers <- j
-		return nil
+	if j.eager && j.p != nil {
+		s.c.tryWrite(connKey(j.it.x), j.p, &j.fl)
 	}
-	select {
-	case s.workers <- j: // an idle worker takes it
-	default:
-		go s.work(j) // none idle: one more worker, kept for later jobs
+	saturated := s.limit == 0 && time.Duration(mono()-j.sched) > saturatedLag
+	s.mu.Lock()
+	for {
+		if n := len(s.idle); n > 0 {
+			w := s.idle[n-1]
+			s.idle[n-1] = nil
+			s.idle = s.idle[:n-1]
+			s.mu.Unlock()
+			w.jobs <- j
+			return nil
+		}
+		if (s.limit == 0 || s.workers < s.limit) && !(saturated && s.workers > 0) {
+			s.workers++
+			s.mu.Unlock()
+			go s.work(&worker{jobs: make(chan *job, 1)}, j)
+			return nil
+		}
+		if len(s.queue) < maxQueued {
+			s.queue = append(s.queue, j)
+			s.mu.Unlock()
+			return nil
+		}
+		s.taken.Wait() // every sender is busy and the queue is full: a sender finishing frees a place
 	}
-	return nil
 }
 
 func (s *sender) run(j *job) {
@@ -229,8 +319,15 @@ func (s *sender) drain(cq *connQueue) {
 // wait blocks until every dispatched request has finished.
 func (s *sender) wait() { s.inflight.Wait() }
 
-// stop ends the workers; call after wait.
-func (s *sender) stop() { close(s.workers) }
+// stop ends the senders; call after wait.
+func (s *sender) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.idle {
+		close(w.jobs)
+	}
+	s.idle = nil
+}
 
 // resultOf starts the result row of a job.
 func resultOf(runID string, shard int32, j *job) *formats.Result {

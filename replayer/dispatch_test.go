@@ -1,6 +1,8 @@
 package replayer
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,5 +21,135 @@ func TestSpinFor(t *testing.T) {
 		if got := spinFor(tc.window, int64(tc.gap)); got != tc.want {
 			t.Errorf("spinFor(%s, %s) = %s, want %s", tc.window, tc.gap, got, tc.want)
 		}
+	}
+}
+
+func TestPace(t *testing.T) {
+	const w = DefaultSpinWindow
+	for _, tc := range []struct {
+		name        string
+		gap, avg    time.Duration
+		canSleep    bool
+		wantWindow  time.Duration
+		wantPrecise bool
+	}{
+		{"5k req/s, Linux: precise sleeps over the whole window", 200 * time.Microsecond, 200 * time.Microsecond, true, w, true},
+		{"a burst inside slow traffic stays precise", 0, 300 * time.Microsecond, true, w, true},
+		{"20k req/s: the timer alone", 50 * time.Microsecond, 50 * time.Microsecond, true, 0, false},
+		{"5k req/s, no precise sleep: spin three quarters of the gap", 200 * time.Microsecond, 200 * time.Microsecond, false, 150 * time.Microsecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			win, precise := pace(w, int64(tc.gap), int64(tc.avg), tc.canSleep)
+			if win != tc.wantWindow || precise != tc.wantPrecise {
+				t.Errorf("pace = %s, %v; want %s, %v", win, precise, tc.wantWindow, tc.wantPrecise)
+			}
+		})
+	}
+}
+
+// TestWaitUntil: every way of waiting returns at or after the due time,
+// and not absurdly later (generous bound for a loaded machine).
+func TestWaitUntil(t *testing.T) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for _, tc := range []struct {
+		name    string
+		spin    time.Duration
+		precise bool
+	}{
+		{"timer only", 0, false},
+		{"spin", DefaultSpinWindow, false},
+		{"precise sleep", DefaultSpinWindow, canSleepPrecise()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, d := range []time.Duration{0, 30 * time.Microsecond, 300 * time.Microsecond, 3 * time.Millisecond} {
+				due := mono() + int64(d)
+				if err := waitUntil(context.Background(), due, tc.spin, timer, tc.precise); err != nil {
+					t.Fatal(err)
+				}
+				now := mono()
+				if now < due {
+					t.Errorf("wait for %s returned %s early", d, time.Duration(due-now))
+				}
+				if late := time.Duration(now - due); late > 500*time.Millisecond {
+					t.Errorf("wait for %s returned %s late", d, late)
+				}
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := waitUntil(ctx, mono()+int64(time.Hour), DefaultSpinWindow, timer, true); err == nil {
+		t.Error("a cancelled wait returned no error")
+	}
+}
+
+// TestSenderSaturated: with no idle sender, an on-time job gets a new
+// sender (open loop), a job the dispatcher hands out late (the client is
+// CPU-bound) waits for a running sender instead; every job runs.
+func TestSenderSaturated(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Int64
+	s := newSender(context.Background(), nil, 0, 0, false, func(j *job) {
+		<-release
+		ran.Add(1)
+	})
+	workers := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.workers
+	}
+	now := mono()
+	s.dispatch(&job{sched: now}) // on time, none idle: a sender
+	s.dispatch(&job{sched: now - int64(time.Second)})
+	s.dispatch(&job{sched: now - int64(time.Second)})
+	if n := workers(); n != 1 {
+		t.Fatalf("%d senders after 1 on-time and 2 late jobs, want 1 (the late ones queued)", n)
+	}
+	s.dispatch(&job{sched: mono()}) // on time again: a sender for it
+	if n := workers(); n != 2 {
+		t.Fatalf("%d senders after another on-time job, want 2", n)
+	}
+	close(release)
+	s.wait()
+	s.stop()
+	if ran.Load() != 4 {
+		t.Errorf("%d jobs ran, want 4", ran.Load())
+	}
+}
+
+// TestSenderQueueBound: a fixed pool that is busy queues at most maxQueued
+// jobs; then the dispatcher waits for a sender, so memory stays bounded.
+func TestSenderQueueBound(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Int64
+	s := newSender(context.Background(), nil, 1, 0, false, func(j *job) {
+		<-release
+		ran.Add(1)
+	})
+	dispatched := make(chan int, 1)
+	go func() {
+		n := 0
+		for range maxQueued + 2 { // one running, maxQueued queued, one more
+			s.dispatch(&job{sched: mono()})
+			n++
+		}
+		dispatched <- n
+	}()
+	select {
+	case n := <-dispatched:
+		t.Fatalf("all %d jobs handed out with one busy sender and a queue of %d", n, maxQueued)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-dispatched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dispatcher stayed blocked after the sender was released")
+	}
+	s.wait()
+	s.stop()
+	if ran.Load() != maxQueued+2 {
+		t.Errorf("%d jobs ran, want %d", ran.Load(), maxQueued+2)
 	}
 }

@@ -8,12 +8,15 @@
 //   - schedule.go: which exchanges are replayed and when (window, frames,
 //     filters, sampling, shards, loops) — streamed in time order from a
 //     [Source], in memory that does not grow with the dataset;
-//   - dispatch.go: the dispatcher that hits absolute due times (sleep until
-//     just before, then a short precise wait) and hands each request to a
-//     sender without waiting for responses;
-//   - client.go, request.go, sse.go: the HTTP/SSE client that rebuilds each
-//     request (never forwarding recorded credentials) and times it per
-//     SPEC §6 (TTFB, TTFT, TTST, inter-token gaps, end-to-end from send and
+//   - dispatch.go, sleep_*.go: the dispatcher that hits absolute due times
+//     (sleep until just before, then a short precise wait) and hands each
+//     request to a sender without waiting for responses;
+//   - request.go, client.go, conn.go, http1.go: the replayer's own lean
+//     HTTP/1.1 client — each request rebuilt and pre-rendered once (never
+//     forwarding recorded credentials), written and its response read on
+//     the sender's goroutine over pooled or per-recorded-connection
+//     keep-alive connections (TLS included), timed per SPEC §6 (TTFB, TTFT,
+//     TTST, inter-token gaps via recorder/sse, end-to-end from send and
 //     from schedule);
 //   - run.go: a whole run — target safety, warm-up, step mode, progress,
 //     result rows to a [Sink], summaries and the speed sweep through

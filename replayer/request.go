@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/reelkit/reel/formats"
 )
@@ -45,15 +49,15 @@ func hopHeader(name string) bool {
 // skip is written as an error row.
 var ErrTruncatedBody = errors.New("request body truncated in the recording (record with a larger --max-body)")
 
-// prepared is a request rebuilt from an exchange, ready to send many times.
+// prepared is a request rebuilt from an exchange, ready to send: the whole
+// HTTP/1.1 request (head and body) rendered once, written with one write.
 type prepared struct {
-	method string
-	url    string
-	header http.Header
-	body   []byte
-	// headBytes estimates the request line and headers on the wire.
-	headBytes int64
+	wire []byte // request line, headers, blank line, body
+	head bool   // a HEAD request: the response has no body
 }
+
+// defaultUserAgent goes out when no recorded or --header User-Agent does.
+const defaultUserAgent = "reel-replay"
 
 // requestBuilder turns exchanges into requests for one target.
 type requestBuilder struct {
@@ -84,23 +88,21 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	u := *b.target
-	u.Path = joinPath(b.target.Path, x.Path)
-	u.RawPath = ""
-	u.RawQuery = x.Query
 	h := make(http.Header, len(b.forward)+len(b.extra)+1)
 	for k, v := range x.ReqHeaders {
 		ck := http.CanonicalHeaderKey(k)
-		if !b.forward[ck] || credentialHeader(ck) || hopHeader(ck) {
-			continue
+		if !b.forward[ck] || credentialHeader(ck) || hopHeader(ck) || !validHeader(ck, v) {
+			continue // a recorded value that cannot go on the wire as it is, is dropped
 		}
 		h.Set(ck, v)
 	}
-	if x.ReqContentType != "" && h.Get("Content-Type") == "" && len(x.ReqBody) > 0 {
+	if x.ReqContentType != "" && h.Get("Content-Type") == "" && len(x.ReqBody) > 0 && validHeader("Content-Type", x.ReqContentType) {
 		h.Set("Content-Type", x.ReqContentType)
 	}
 	for k, vs := range b.extra {
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+		if ck := http.CanonicalHeaderKey(k); !hopHeader(ck) {
+			h[ck] = vs
+		}
 	}
 	body := x.ReqBody
 	if (b.pinOutput || b.includeUsage) && looksJSON(x.ReqContentType, body) {
@@ -110,17 +112,89 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 		}
 		body = nb
 	}
-	p := &prepared{method: method, url: u.String(), header: h, body: body}
-	p.headBytes = int64(len(method) + 1 + len(u.RequestURI()) + len(" HTTP/1.1\r\n") + len("Host: \r\n") + len(u.Host) + 2)
+	if !httpguts.ValidHeaderFieldName(method) {
+		return nil, fmt.Errorf("recorded method %q is not an HTTP token", method)
+	}
+	return &prepared{wire: renderRequest(method, b.target.Host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
+}
+
+// renderRequest writes an HTTP/1.1 request: headers in sorted order, a
+// Content-Length when there is a body (or the method expects one), the body.
+func renderRequest(method, host, uri string, h http.Header, body []byte) []byte {
+	keys := make([]string, 0, len(h))
+	size := len(method) + len(uri) + len(host) + len(body) + 64
 	for k, vs := range h {
+		keys = append(keys, k)
 		for _, v := range vs {
-			p.headBytes += int64(len(k) + 2 + len(v) + 2)
+			size += len(k) + len(v) + 4
 		}
 	}
-	if len(body) > 0 {
-		p.headBytes += int64(len("Content-Length: \r\n") + len(fmt.Sprint(len(body))))
+	slices.Sort(keys)
+	w := make([]byte, 0, size)
+	w = append(w, method...)
+	w = append(w, ' ')
+	w = append(w, uri...)
+	w = append(w, " HTTP/1.1\r\nHost: "...)
+	w = append(w, host...)
+	w = append(w, "\r\n"...)
+	if _, ok := h["User-Agent"]; !ok {
+		w = append(w, "User-Agent: "+defaultUserAgent+"\r\n"...)
 	}
-	return p, nil
+	for _, k := range keys {
+		for _, v := range h[k] {
+			w = append(w, k...)
+			w = append(w, ": "...)
+			w = append(w, v...)
+			w = append(w, "\r\n"...)
+		}
+	}
+	if len(body) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		w = append(w, "Content-Length: "...)
+		w = strconv.AppendInt(w, int64(len(body)), 10)
+		w = append(w, "\r\n"...)
+	}
+	w = append(w, "\r\n"...)
+	return append(w, body...)
+}
+
+// requestURI is the request target for a recorded path and raw query under
+// the target's base path; bytes that cannot appear in a request line are
+// percent-encoded.
+func requestURI(base, path, rawQuery string) string {
+	u := url.URL{Path: joinPath(base, path), RawQuery: rawQuery}
+	uri := u.RequestURI()
+	for i := 0; i < len(uri); i++ {
+		if c := uri[i]; c <= ' ' || c >= 0x7f {
+			var b strings.Builder
+			for j := 0; j < len(uri); j++ {
+				if c := uri[j]; c <= ' ' || c >= 0x7f {
+					fmt.Fprintf(&b, "%%%02X", c)
+				} else {
+					b.WriteByte(c)
+				}
+			}
+			return b.String()
+		}
+	}
+	return uri
+}
+
+// validHeader reports whether a header can be written as it is.
+func validHeader(name, value string) bool {
+	return httpguts.ValidHeaderFieldName(name) && httpguts.ValidHeaderFieldValue(value)
+}
+
+// validateHeaders checks headers meant for the shadow (--header): each name a
+// token, each value free of control characters.
+func validateHeaders(h http.Header) error {
+	for k, vs := range h {
+		for _, v := range vs {
+			if !validHeader(k, v) {
+				return fmt.Errorf("header %q: invalid name or value (control characters?)", k)
+			}
+		}
+	}
+	return nil
 }
 
 // joinPath appends a recorded path to the target's base path.

@@ -45,9 +45,11 @@ type Options struct {
 
 	RunID string // written in every row; default a time-based id
 
-	// Workers > 0 sends through a fixed pool of that many goroutines; 0
-	// starts one goroutine per request at its send time (the default, and
-	// the one measured in docs/performance.md).
+	// Workers > 0 sends through a fixed pool of that many goroutines (a
+	// busy pool delays sends; the delay shows in lag). 0, the default, keeps
+	// an elastic pool: a request goes to an idle sender or a new one, never
+	// waiting for a response — unless the dispatcher is already running late
+	// (the client is CPU-bound), when it waits for the next free sender.
 	Workers    int
 	SpinWindow time.Duration // precise-wait stretch before each due time; default DefaultSpinWindow
 
@@ -105,6 +107,9 @@ func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
 	}
 	if opts.Target.Scheme != "http" && opts.Target.Scheme != "https" {
 		return nil, fmt.Errorf("target %q: scheme must be http or https", opts.Target)
+	}
+	if err := validateHeaders(opts.Headers); err != nil {
+		return nil, err
 	}
 	if opts.RunID == "" {
 		opts.RunID = "run-" + time.Now().UTC().Format("20060102T150405.000")
@@ -169,12 +174,12 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	case pool < 0:
 		pool = 0
 	}
-	c := newClient(clientOptions{Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
-	defer c.close()
 	rb := newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IncludeUsage)
 
 	reqCtx, cancelReqs := context.WithCancel(ctx)
 	defer cancelReqs()
+	c := newClient(reqCtx, clientOptions{Target: o.Target, Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
+	defer c.close()
 	aopts := o.Analysis
 	aopts.Frame = o.Selection.frame()
 	aopts.ExcludeFirst = o.ExcludeFirst
@@ -221,7 +226,7 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 
 	snd := newSender(reqCtx, c, o.Workers, o.MaxInflight, o.Conn == ConnRecorded, func(j *job) {
 		res := resultOf(o.RunID, int32(o.Selection.Shard.Index), j)
-		c.do(reqCtx, connKey(j.it.x), j.p, j.sched, mono(), res)
+		c.do(reqCtx, connKey(j.it.x), j.p, j.sched, mono(), res, &j.fl)
 		col.add(res)
 	})
 	col.live = func() (int64, int64) { return col.sentCount(), snd.active.Load() }
@@ -242,12 +247,14 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	}
 	runStart := start
 	base := p.w.ts0
+	precise := canSleepPrecise()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var cur time.Time
 	var curIdx int
 	var frameSent int64
-	var prevSched int64 // the previous request's due time: its gap sizes the precise wait
+	var prevSched int64          // the previous request's due time: its gap sizes the precise wait
+	avgGap := int64(time.Second) // moving mean of the gaps: the rate decides how precisely to wait
 	var runErr error
 loop:
 	for j := range jobs {
@@ -281,7 +288,11 @@ loop:
 		off := int64(float64(j.it.at-base) / speed)
 		j.sched = start + off
 		j.off = j.sched - runStart
-		if err := waitUntil(reqCtx, j.sched, spinFor(spin, j.sched-prevSched), timer); err != nil {
+		gap := max(j.sched-prevSched, 0)
+		avgGap += (min(gap, int64(time.Second)) - avgGap) / 16
+		window, fine := pace(spin, gap, avgGap, precise)
+		j.eager = fine // at low rates the dispatcher writes the request itself
+		if err := waitUntil(reqCtx, j.sched, window, timer, fine); err != nil {
 			runErr = err
 			break
 		}
@@ -345,7 +356,7 @@ func (p *Plan) warm(ctx context.Context, c *client, rb *requestBuilder) {
 			defer wg.Done()
 			var res formats.Result
 			now := mono()
-			c.do(ctx, connKey(x), pr, now, now, &res)
+			c.do(ctx, connKey(x), pr, now, now, &res, nil)
 			<-sem
 		}()
 	}

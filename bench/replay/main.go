@@ -103,7 +103,8 @@ type lagResult struct {
 	E2EP99Us  float64 `json:"e2e_p99_us"`
 	Workers   int     `json:"workers"`
 	Conns     int     `json:"conns"`
-	Sustained bool    `json:"sustained"` // achieved ≥ 95 % of rate, errors ≤ 1 %
+	CPUPerReq float64 `json:"cpu_us_per_req"` // process CPU (user+system) during the run ÷ requests
+	Sustained bool    `json:"sustained"`      // achieved ≥ 95 % of rate, errors ≤ 1 %
 }
 
 func lag(args []string) error {
@@ -111,7 +112,7 @@ func lag(args []string) error {
 	target := fs.String("target", "http://127.0.0.1:18080", "server URL")
 	rate := fs.Float64("rate", 5000, "requests per second")
 	dur := fs.Duration("duration", 10*time.Second, "run length")
-	workers := fs.Int("workers", 0, "fixed sender pool (0: goroutine per request)")
+	workers := fs.Int("workers", 0, "fixed sender pool (0: reel's default elastic pool)")
 	inflight := fs.Int("max-inflight", 0, "cap on requests in flight (0: none)")
 	cpuprof := fs.String("cpuprofile", "", "write a CPU profile here")
 	conns := fs.Int("conns", 0, "pooled connections at most (0: reel's default, -1: no limit)")
@@ -145,13 +146,18 @@ func lag(args []string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	cpu0 := cpuTime()
 	rep, err := plan.Run(ctx, sink, 1)
+	cpu := cpuTime() - cpu0
 	if err != nil {
 		return err
 	}
 	s := rep.Summary
 	r := lagResult{Tool: "reel", Rate: *rate, Requests: sink.rows, Errors: sink.errs, Workers: *workers, Conns: *conns,
 		LagP50Us: us(s.Lag.P50), LagP99Us: us(s.Lag.P99), LagMaxUs: us(s.Lag.Max), E2EP99Us: us(s.E2E.P99)}
+	if sink.rows > 0 {
+		r.CPUPerReq = us(cpu) / float64(sink.rows)
+	}
 	if s.Duration > 0 {
 		r.Achieved = float64(s.OK) / s.Duration.Seconds()
 	}

@@ -2,7 +2,7 @@
 # Replay fidelity and rate on loopback, reel against wrk and vegeta in the same
 # run, all against one trivial Go server in its own process.
 #
-#   bench/replay/run.sh            # full run (about 3 minutes)
+#   bench/replay/run.sh            # full run (about 4 minutes)
 #   REPS=1 DUR=2s bench/replay/run.sh   # quick look
 #
 # Needs wrk (apt-get install -y wrk) and vegeta
@@ -26,7 +26,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { python3 -c "import sys,json; print(json.loads(sys.stdin.read())['$1'])"; }
 
 echo "## lag (median of $REPS runs of $DUR; µs)"
-printf '%-8s %-10s %10s %10s %10s %10s\n' rate sender lag_p50 lag_p99 lag_max achieved
+printf '%-8s %-10s %10s %10s %10s %10s %12s\n' rate sender lag_p50 lag_p99 lag_max achieved cpu_us/req
 for rate in 1000 5000 20000; do
   for workers in 0 256; do
     name=$([ "$workers" = 0 ] && echo elastic || echo "fixed$workers")
@@ -38,20 +38,23 @@ for rate in 1000 5000 20000; do
     p99=$(while read -r l; do echo "$l" | field lag_p99_us; done < "$out/runs" | median)
     mx=$(while read -r l; do echo "$l" | field lag_max_us; done < "$out/runs" | median)
     ach=$(while read -r l; do echo "$l" | field achieved; done < "$out/runs" | median)
-    printf '%-8s %-10s %10.0f %10.0f %10.0f %10.0f\n' "$rate" "$name" "$p50" "$p99" "$mx" "$ach"
+    cpu=$(while read -r l; do echo "$l" | field cpu_us_per_req; done < "$out/runs" | median)
+    printf '%-8s %-10s %10.0f %10.0f %10.0f %10.0f %12.1f\n' "$rate" "$name" "$p50" "$p99" "$mx" "$ach" "$cpu"
   done
 done
 
 echo "## maximum sustained rate (achieved ≥ 95 % of offered, ≤ 1 % errors)"
-rates="5000 10000 15000 20000 25000 30000 35000 40000"
+rates="5000 10000 15000 20000 25000 30000 35000 40000 45000 50000 55000 60000 70000"
+# a search stops after two offered rates in a row that were not sustained
 # reel twice: its default elastic senders (never delay a send), and a fixed
 # pool of 64 (--workers 64), like for like with vegeta's -max-workers 64.
 maxrate() { # workers → prints the best sustained rate last
-  local best=0 r
+  local best=0 r miss=0
   for rate in $rates; do
+    [ "$miss" -ge 2 ] && break
     r=$("$out/replay-bench" lag -target "http://$ADDR" -rate "$rate" -duration "$DUR" -workers "$1")
-    if [ "$(echo "$r" | field sustained)" = True ]; then best=$rate; fi
-    echo "reel   workers=$1 offered $rate achieved $(echo "$r" | field achieved | cut -d. -f1) lag_p99_us $(echo "$r" | field lag_p99_us | cut -d. -f1)" >&2
+    if [ "$(echo "$r" | field sustained)" = True ]; then best=$rate; miss=0; else miss=$((miss + 1)); fi
+    echo "reel   workers=$1 offered $rate achieved $(echo "$r" | field achieved | cut -d. -f1) lag_p99_us $(echo "$r" | field lag_p99_us | cut -d. -f1) cpu_us/req $(echo "$r" | field cpu_us_per_req | cut -d. -f1)" >&2
   done
   echo "$best"
 }
@@ -61,12 +64,14 @@ best64=$(maxrate 64)
 echo "reel   max sustained: $best64 req/s (--workers 64)"
 vbest=0
 if [ -x "$VEGETA" ]; then
+  miss=0
   for rate in $rates; do
+    [ "$miss" -ge 2 ] && break
     rep=$(echo "GET http://$ADDR/" | "$VEGETA" attack -rate "$rate" -duration "$DUR" -max-workers 64 | "$VEGETA" report -type json)
     thr=$(echo "$rep" | python3 -c "import sys,json; r=json.load(sys.stdin); print(int(r['throughput']))")
     ok=$(echo "$rep" | python3 -c "import sys,json; r=json.load(sys.stdin); print(r['success'])")
     echo "vegeta offered $rate achieved $thr success $ok"
-    if python3 -c "import sys; sys.exit(0 if $thr >= 0.95*$rate and $ok >= 0.99 else 1)"; then vbest=$rate; fi
+    if python3 -c "import sys; sys.exit(0 if $thr >= 0.95*$rate and $ok >= 0.99 else 1)"; then vbest=$rate; miss=0; else miss=$((miss + 1)); fi
   done
   echo "vegeta max sustained: $vbest req/s (-max-workers 64)"
 else

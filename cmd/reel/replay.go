@@ -116,7 +116,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read (warned) instead of failing")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
 	f.scrape.register(fs, "the shadow's")
-	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that never delays a send); for >10k req/s of short requests on a small machine")
+	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that delays a send only while the replayer itself is CPU-bound); for >10k req/s of short requests on a small machine")
 	if helped, err := parseFlags(fs, args, "reel replay --help"); helped || err != nil {
 		return err
 	}
