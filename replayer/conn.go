@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -316,7 +315,3 @@ func (k *keyed) closeIdle() {
 		cn.close()
 	}
 }
-
-// errNoResponse marks a reused connection that failed before any response
-// byte: the request is retried once on a fresh connection.
-var errNoResponse = errors.New("connection closed before any response byte")
