@@ -11,12 +11,29 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	kzstd "github.com/klauspost/compress/zstd"
 )
 
 // fileWriter writes one Parquet file under a temporary name and renames it
-// into place on close. Rows are buffered up to one row group, then shredded
-// into the column writers in time order (shred.go) and flushed, so every row
-// group is in time order and memory stays bounded by the row-group limits.
+// into place on close. Every row group is in time order (the reader merges
+// row groups as sorted runs) and memory stays bounded by the row-group
+// limits.
+//
+// Rows are shredded into the column writers (shred.go) while the row group
+// fills, not all at once when it closes: buf holds the newest arrivals, and
+// once it holds shredBatch+holdBack rows (or a quarter of the byte bound)
+// its shredBatch oldest go to the column writers, which compress each page
+// as it fills. Closing a row group then only shreds what buf holds, encodes
+// each column's last page and writes the pages out: the work (and the
+// allocation) of a row group is spread over its rows instead of landing in
+// one burst, which a recording sidecar's forwarding goroutines felt as GC
+// assists and CPU starvation. A row older than one already shredded into
+// the row group (an exchange that took longer than holdBack later ones)
+// waits in late and opens the next row group. Rows that arrive in time
+// order are shredded in the same batches as before, so the file's bytes do
+// not change.
 type fileWriter[T Record] struct {
 	final    string // path once complete
 	temp     string // path while being written
@@ -29,14 +46,21 @@ type fileWriter[T Record] struct {
 	f        *os.File
 	pw       *parquet.GenericWriter[T] // file layout and pages; rows go in through shred, never pw.Write
 	shred    *shredder
-	buf      rowBuffer[T] // rows of the next row group, in arrival order
+	buf      rowBuffer[T] // rows of the current row group not yet shredded
+	late     rowBuffer[T] // rows older than mark: they open the next row group
+	spare    rowBuffer[T] // scratch for compacting buf
 	keys     []int64      // scratch: buf's time keys
 	order    []int32      // scratch: buf's indices in time order
-	bufBytes int64
-	rows     int64
-	groups   int64
-	flushed  int64   // estimated uncompressed bytes of the row groups written
-	ratio    float64 // compressed/uncompressed, to estimate the buffered rows' share of the file
+	shredded int          // rows of the current row group in the column writers
+	mark     int64        // time key of the newest row shredded into the current row group
+
+	groupBytes int64 // estimated uncompressed bytes of the current row group (shredded and in buf)
+	bufBytes   int64 // of them, in buf
+	lateBytes  int64 // estimated bytes in late
+	rows       int64
+	groups     int64
+	flushed    int64   // estimated uncompressed bytes of the row groups written
+	ratio      float64 // compressed/uncompressed, to estimate the buffered rows' share of the file
 
 	rowGroupRows  int
 	rowGroupBytes int64
@@ -73,6 +97,49 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 	}, nil
 }
 
+// keptEncoderCodec is parquet-go's zstd codec with one encoder that lives as
+// long as the writer. parquet-go keeps its encoders in a sync.Pool, which
+// every GC cycle empties, so a writer that compresses a page now and then
+// (every row group fills its pages over seconds) built a new encoder, with
+// its 1 MiB history and match tables, for most pages: 15 % of all the bytes
+// a recording proxy allocated. The encoder has the same options as
+// parquet-go's, so the pages are the same bytes; EncodeAll is safe for
+// concurrent use (a second caller waits for the encoder).
+type keptEncoderCodec struct {
+	*zstd.Codec // decoding, name and codec id
+	enc         *kzstd.Encoder
+}
+
+// keepEncoder returns c with a kept encoder if it is parquet-go's zstd codec,
+// else c.
+func keepEncoder(c compress.Codec) compress.Codec {
+	z, ok := c.(*zstd.Codec)
+	if !ok {
+		return c
+	}
+	level, conc := z.Level, int(z.Concurrency)
+	if level == 0 {
+		level = zstd.DefaultLevel
+	}
+	if conc == 0 {
+		conc = zstd.DefaultConcurrency
+	}
+	enc, err := kzstd.NewWriter(nil,
+		kzstd.WithEncoderConcurrency(conc),
+		kzstd.WithEncoderLevel(level),
+		kzstd.WithZeroFrames(true),
+		kzstd.WithEncoderCRC(false),
+	)
+	if err != nil { // only for invalid options, which these are not
+		return c
+	}
+	return keptEncoderCodec{z, enc}
+}
+
+func (c keptEncoderCodec) Encode(dst, src []byte) ([]byte, error) {
+	return c.enc.EncodeAll(src, dst[:0]), nil
+}
+
 // parquetOptions are the writer options of every file holding T.
 func parquetOptions[T Record](cfg fileConfig, now time.Time) []parquet.WriterOption {
 	opts := []parquet.WriterOption{
@@ -95,40 +162,88 @@ func parquetOptions[T Record](cfg fileConfig, now time.Time) []parquet.WriterOpt
 	return opts
 }
 
-// add buffers one record, flushing a row group when a bound is reached.
+// holdBack is how many of the newest rows buf keeps back from shredding, so
+// that a row arriving a little out of time order still finds its place in
+// the current row group.
+const holdBack = 192
+
+// add buffers one record, shredding the oldest buffered rows or flushing a
+// row group when a bound is reached.
 func (fw *fileWriter[T]) add(rec *T) error {
-	fw.buf.add(rec)
-	fw.bufBytes += sizeEstimate(rec)
+	size := sizeEstimate(rec)
 	fw.rows++
-	if fw.buf.n >= fw.rowGroupRows || fw.bufBytes >= fw.rowGroupBytes {
+	if fw.shredded > 0 && timeKey(rec) < fw.mark {
+		fw.late.add(rec)
+		fw.lateBytes += size
+	} else {
+		fw.buf.add(rec)
+		fw.bufBytes += size
+		fw.groupBytes += size
+	}
+	if fw.shredded+fw.buf.n+fw.late.n >= fw.rowGroupRows || fw.groupBytes+fw.lateBytes >= fw.rowGroupBytes {
 		return fw.flushRowGroup()
+	}
+	if fw.buf.n >= shredBatch+holdBack || fw.buf.n >= shredBatch && fw.bufBytes >= fw.rowGroupBytes/4 {
+		return fw.shredOldest(shredBatch)
 	}
 	return nil
 }
 
 // full reports whether the file has reached its rotation size, counting
-// buffered rows at the compression ratio seen so far (1 before the writer
-// has written anything, so early files err on the small side).
+// rows not yet in the column writers at the compression ratio seen so far
+// (1 before the writer has written anything, so early files err on the small
+// side).
 func (fw *fileWriter[T]) full() bool {
-	return fw.pw.Size()+int64(float64(fw.bufBytes)*fw.ratio) >= fw.rotateSize
+	return fw.pw.Size()+int64(float64(fw.bufBytes+fw.lateBytes)*fw.ratio) >= fw.rotateSize
 }
 
-// flushRowGroup writes the buffered rows, in time order, as one row group.
-func (fw *fileWriter[T]) flushRowGroup() error {
-	if fw.buf.n == 0 {
-		return nil
-	}
-	if err := writeRows(fw.shred, &fw.buf, fw.timeOrder()); err != nil {
+// shredOldest shreds buf's n oldest rows into the current row group and
+// keeps the others, in time order.
+func (fw *fileWriter[T]) shredOldest(n int) error {
+	order := fw.timeOrder()
+	if err := writeFirst(fw.shred, &fw.buf, order, n); err != nil {
 		return fmt.Errorf("write rows: %w", err)
 	}
-	if err := fw.pw.Flush(); err != nil {
-		return fmt.Errorf("flush row group: %w", err)
+	at := func(i int) int {
+		if order == nil {
+			return i
+		}
+		return int(order[i])
+	}
+	fw.mark = fw.keys[at(n-1)]
+	fw.shredded += n
+	for i := range n {
+		fw.bufBytes -= sizeEstimate(fw.buf.at(at(i)))
+	}
+	for i := n; i < fw.buf.n; i++ {
+		fw.spare.add(fw.buf.at(at(i)))
 	}
 	fw.buf.reset()
-	fw.flushed += fw.bufBytes
-	fw.bufBytes = 0
-	fw.ratio = min(1, float64(fw.pw.Size())/float64(fw.flushed))
-	fw.groups++
+	fw.buf, fw.spare = fw.spare, fw.buf
+	return nil
+}
+
+// flushRowGroup shreds the rest of the current row group, in time order, and
+// writes it out. The late rows open the next one.
+func (fw *fileWriter[T]) flushRowGroup() error {
+	if fw.buf.n > 0 {
+		if err := writeRows(fw.shred, &fw.buf, fw.timeOrder()); err != nil {
+			return fmt.Errorf("write rows: %w", err)
+		}
+		fw.shredded += fw.buf.n
+		fw.buf.reset()
+	}
+	if fw.shredded > 0 {
+		if err := fw.pw.Flush(); err != nil {
+			return fmt.Errorf("flush row group: %w", err)
+		}
+		fw.flushed += fw.groupBytes
+		fw.ratio = min(1, float64(fw.pw.Size())/float64(fw.flushed))
+		fw.groups++
+	}
+	fw.buf, fw.late = fw.late, fw.buf
+	fw.shredded, fw.mark = 0, 0
+	fw.bufBytes, fw.groupBytes, fw.lateBytes = fw.lateBytes, fw.lateBytes, 0
 	return nil
 }
 
@@ -187,6 +302,9 @@ func (r *rowBuffer[T]) reset() {
 // final size in bytes.
 func (fw *fileWriter[T]) close() (int64, error) {
 	err := fw.flushRowGroup()
+	if err == nil && fw.buf.n > 0 { // the late rows of the last row group
+		err = fw.flushRowGroup()
+	}
 	if err == nil {
 		err = fw.pw.Close()
 	}

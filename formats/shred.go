@@ -53,8 +53,14 @@ func newShredder(cols []*parquet.ColumnWriter) *shredder {
 // writeRows shreds rows (in the order given by order, or as they are when order
 // is nil) into the column writers, shredBatch rows at a time.
 func writeRows[T Record](s *shredder, rows *rowBuffer[T], order []int32) error {
-	for start := 0; start < rows.n; start += shredBatch {
-		end := min(start+shredBatch, rows.n)
+	return writeFirst(s, rows, order, rows.n)
+}
+
+// writeFirst shreds the first n rows of order (of rows when order is nil)
+// into the column writers, shredBatch rows at a time.
+func writeFirst[T Record](s *shredder, rows *rowBuffer[T], order []int32, n int) error {
+	for start := 0; start < n; start += shredBatch {
+		end := min(start+shredBatch, n)
 		for i := start; i < end; i++ {
 			j := i
 			if order != nil {

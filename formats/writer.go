@@ -80,7 +80,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	w := &Writer[T]{
 		opts: opts,
 		cfg: fileConfig{
-			codec:         pageCodec(opts),
+			codec:         keepEncoder(pageCodec(opts)),
 			rowGroupRows:  opts.RowGroupRows,
 			rowGroupBytes: opts.RowGroupBytes,
 			rotateSize:    opts.RotateSize,

@@ -397,18 +397,26 @@ func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
 		return dst, trunc || len(p) > 0
 	}
 	if int64(len(p)) > room {
-		return append(dst, p[:room]...), true
+		p, trunc = p[:room], true
+	}
+	if need := len(dst) + len(p); need > cap(dst) {
+		// Double, from growStart, up to the cap: a body of unknown length
+		// (an event stream, chunked) then costs at most about twice its size
+		// and a few copies, where a large presize cost a typical stream three
+		// times its size.
+		n := int64(max(2*cap(dst), need, growStart))
+		dst = append(make([]byte, 0, max(min(n, limit), int64(need))), dst...)
 	}
 	return append(dst, p...), trunc
 }
 
-// streamPresize is the initial capture buffer of an event stream of
-// unknown length.
-const streamPresize = 8 << 10
+// growStart is the smallest capture buffer allocated for a body whose length
+// was not announced: an event stream's first events or a small chunked body.
+const growStart = 1 << 10
 
 // presize gives an empty body buffer the capacity the Content-Length in h
-// announces, up to limit, so that capturing it does not grow and copy it;
-// event streams without one start at streamPresize.
+// announces, up to limit, so that capturing it does not grow and copy it.
+// Bodies of unknown length (event streams, chunked) grow as they arrive.
 func presize(b []byte, h http.Header, limit int64) []byte {
 	if len(b) > 0 || cap(b) > 0 || limit <= 0 {
 		return b
@@ -418,9 +426,6 @@ func presize(b []byte, h http.Header, limit int64) []byte {
 		if c, err := strconv.ParseInt(v, 10, 64); err == nil {
 			n = c
 		}
-	}
-	if n < 0 && isEventStream(h.Get("Content-Type")) {
-		n = streamPresize
 	}
 	if n <= 0 {
 		return b
