@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/cputime"
 )
 
 // Benchmarks for docs/performance.md ("Formats"):
@@ -66,23 +67,23 @@ func benchFormats(b *testing.B, spec corpusSpec) {
 		for k := range 3 {
 			switch (i + k) % 3 {
 			case 0:
-				start, cpu := time.Now(), cpuTime()
+				start, cpu := time.Now(), cputime.Process()
 				writeAll(b, recs, formats.WriterOptions{Dir: b.TempDir(), Recorder: "bench"})
 				tw = time.Since(start)
-				cWriter += cpuTime() - cpu
+				cWriter += cputime.Process() - cpu
 			case 1:
-				start, cpu := time.Now(), cpuTime()
+				start, cpu := time.Now(), cputime.Process()
 				writeAll(b, recs, formats.WriterOptions{Dir: b.TempDir(), Recorder: "bench", NoSpool: true})
 				tn = time.Since(start)
-				cNoSpool += cpuTime() - cpu
+				cNoSpool += cputime.Process() - cpu
 			case 2:
-				start, cpu := time.Now(), cpuTime()
+				start, cpu := time.Now(), cputime.Process()
 				var dst []byte
 				for _, p := range pages {
 					dst, _ = codec.Encode(dst[:0], p)
 				}
 				tz = time.Since(start)
-				cZstd += cpuTime() - cpu
+				cZstd += cputime.Process() - cpu
 			}
 		}
 		tWriter += tw
@@ -151,13 +152,13 @@ func BenchmarkShred(b *testing.B) {
 	for _, path := range []string{"reflect", "shred"} {
 		b.Run(path, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for i := 0; i < b.N; i++ {
 				if err := formats.WriteUncompressed(recs, 8192, path == "reflect"); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu = cpuTime() - cpu
+			cpu = cputime.Process() - cpu
 			b.ReportMetric(float64(len(recs)*b.N)/b.Elapsed().Seconds(), "rec/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(recs)*b.N), "cpu-ns/rec")
 		})

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/cputime"
 	"github.com/reelkit/reel/replayer"
 )
 
@@ -146,9 +147,9 @@ func lag(args []string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	rep, err := plan.Run(ctx, sink, 1)
-	cpu := cpuTime() - cpu0
+	cpu := cputime.Process() - cpu0
 	if err != nil {
 		return err
 	}

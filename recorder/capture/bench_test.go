@@ -1,5 +1,3 @@
-//go:build unix
-
 package capture_test
 
 import (
@@ -7,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/cputime"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
@@ -83,7 +81,7 @@ func BenchmarkImport(b *testing.B) {
 			var peer, cpu time.Duration
 			b.ResetTimer()
 			for range b.N {
-				cpu0 := cpuTime()
+				cpu0 := cputime.Process()
 				got := 0
 				e, err := capture.NewEngine(capture.Options{Ports: []uint16{8000}, Assembler: asm,
 					Emit: func(x *formats.Exchange) {
@@ -103,7 +101,7 @@ func BenchmarkImport(b *testing.B) {
 				}
 				// The peer, timed right after under the same load.
 				b.StopTimer()
-				cpu += cpuTime() - cpu0
+				cpu += cputime.Process() - cpu0
 				t := time.Now()
 				decodeOnly(b, data, n)
 				peer += time.Since(t)
@@ -139,14 +137,4 @@ func decodeOnly(b *testing.B, data []byte, n int) {
 	if tcp < 2*n {
 		b.Fatalf("%d TCP packets", tcp)
 	}
-}
-
-// cpuTime is the CPU time (user + system) the process has used: with other
-// work sharing the machine, exchanges per CPU-second is the per-core rate.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

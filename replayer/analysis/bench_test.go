@@ -1,14 +1,12 @@
-//go:build unix
-
 package analysis
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/cputime"
 	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
@@ -22,7 +20,7 @@ func BenchmarkAnalyze1M(b *testing.B) {
 	pool := analysistest.Run(1, 4096, 1)
 	b.ReportAllocs()
 	var heapPerRow float64
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		a := New(Options{SLO: SLO{Bounds: map[Metric]time.Duration{MetricTTFT: 50 * time.Millisecond, MetricE2E: time.Second}}})
 		var r formats.Result
@@ -44,7 +42,7 @@ func BenchmarkAnalyze1M(b *testing.B) {
 		heapPerRow = float64(ms.HeapInuse) / rows
 		runtime.KeepAlive(a)
 	}
-	cpu := cpuTime() - cpu0
+	cpu := cputime.Process() - cpu0
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(rows)*float64(b.N)/cpu.Seconds(), "rows/cpu-s")
 	b.ReportMetric(heapPerRow, "heap-B/row")
@@ -64,16 +62,6 @@ func BenchmarkSummarize(b *testing.B) {
 		summarize(vals)
 	}
 	b.ReportMetric(float64(len(vals))*float64(b.N)/b.Elapsed().Seconds(), "values/s")
-}
-
-// cpuTime is the process's user+system CPU time: on a shared machine,
-// rows per CPU-second is rows/s per core, whatever else runs.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCompare100k compares two runs of 100k requests each with the
