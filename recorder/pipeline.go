@@ -103,9 +103,11 @@ type Pipeline struct {
 	m       *Metrics
 	sampleT uint64 // hash threshold for sampling; MaxUint64 keeps all
 
-	mu     sync.RWMutex // guards closed and sending on queue
-	closed bool
-	queue  chan item
+	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
+	closed  bool
+	closing bool           // Close has begun: SubmitLater refuses
+	later   sync.WaitGroup // SubmitLater goroutines not yet submitted
+	queue   chan item
 	// stop is closed by Close before it takes mu, so a SubmitWait blocked
 	// on a full queue (holding mu's read lock) gives up instead of holding
 	// Close past its ctx.
@@ -231,6 +233,29 @@ func (p *Pipeline) Submit(x *formats.Exchange) bool {
 // to a full queue and have no client to keep waiting. It returns
 // ErrPipelineClosed after Close, or ctx's error when ctx ends first. The
 // pipeline owns x afterwards.
+// SubmitLater runs build on a goroutine of its own and submits what it
+// returns (nil: nothing), as Submit does. The proxy hands an exchange over
+// this way as its handler returns: a chunked response (an event stream)
+// ends only when the server writes its last chunk after the handler, and
+// assembling the exchange and waking a recording worker would otherwise
+// come first. Close waits for these goroutines before it closes the queue.
+func (p *Pipeline) SubmitLater(build func() *formats.Exchange) {
+	p.mu.RLock()
+	if p.closing {
+		p.mu.RUnlock()
+		p.m.Dropped.WithLabelValues(DropClosed).Inc()
+		return
+	}
+	p.later.Add(1)
+	p.mu.RUnlock()
+	go func() {
+		defer p.later.Done()
+		if x := build(); x != nil {
+			p.Submit(x)
+		}
+	}()
+}
+
 func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
 	size := int64(len(x.ReqBody) + len(x.RespBody))
 	// Wait for the byte bound without holding the lock, so Close is never
@@ -330,6 +355,15 @@ func (p *Pipeline) warn(err error) {
 // the sink's spool; the writer goroutine finishes in the background.
 func (p *Pipeline) Close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	later := make(chan struct{})
+	go func() { p.later.Wait(); close(later) }()
+	select {
+	case <-later:
+	case <-ctx.Done(): // what they submit from now on is dropped, counted
+	}
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true

@@ -90,3 +90,41 @@ func TestCloseNotHeldBySubmitWait(t *testing.T) {
 		t.Fatal("SubmitWait still blocked after Close")
 	}
 }
+
+// The proxy hands exchanges over with SubmitLater as its handler returns;
+// a shutdown right after must still record them: Close waits for the
+// builds in flight, and refuses (counting a drop) only builds handed over
+// after it began.
+func TestSubmitLaterBeforeCloseIsKept(t *testing.T) {
+	sink := &countSink{}
+	p := NewPipeline(sink, markRedactor{}, PipelineOptions{})
+	release := make(chan struct{})
+	const n = 50
+	for i := range n {
+		p.SubmitLater(func() *formats.Exchange {
+			<-release // still building when Close begins
+			return &formats.Exchange{Seq: int64(i), Method: "GET", Path: "/"}
+		})
+	}
+	p.SubmitLater(func() *formats.Exchange { return nil }) // nothing to record
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(ctx) }()
+	time.Sleep(20 * time.Millisecond) // let Close begin and wait
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if sink.n != n {
+		t.Fatalf("sink got %d exchanges, want %d", sink.n, n)
+	}
+	built := false
+	p.SubmitLater(func() *formats.Exchange { built = true; return &formats.Exchange{} })
+	if built {
+		t.Fatal("SubmitLater after Close ran its build")
+	}
+	if got := counter(p.Metrics().Dropped.WithLabelValues(DropClosed)); got != 1 {
+		t.Fatalf("dropped{closed} = %v after one SubmitLater past Close, want 1", got)
+	}
+}

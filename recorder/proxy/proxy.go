@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 )
 
@@ -225,9 +226,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if aborted {
 				ex.rec.Fail(recorder.ErrClientAborted) // an upstream error recorded first wins
 			}
-			if x := ex.rec.Finish(end, ex.complete.Load()); x != nil {
-				p.pipe.Submit(x)
-			}
+			complete := ex.complete.Load()
+			// Off the response's path: an event stream's last chunk is
+			// written after this handler returns (Pipeline.SubmitLater).
+			p.pipe.SubmitLater(func() *formats.Exchange { return ex.rec.Finish(end, complete) })
 		}
 		if v != nil {
 			panic(v)
