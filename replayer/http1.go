@@ -248,20 +248,12 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	case b.h.chunked:
 		return b.readChunked(p)
 	case b.h.contentLen >= 0:
-		if int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err := b.br.Read(p)
-		b.left -= int64(n)
-		b.wire += int64(n)
+		n, err := b.readLeft(p)
 		if b.left == 0 {
 			b.done, b.clean = true, true
 			return n, nil
 		}
-		if err != nil {
-			return n, noEOF(err)
-		}
-		return n, nil
+		return n, err
 	default: // close-delimited: the body ends when the server closes
 		n, err := b.br.Read(p)
 		b.wire += int64(n)
@@ -295,12 +287,7 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 		}
 		b.left, b.inChunk = int64(size), true
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.br.Read(p)
-	b.left -= int64(n)
-	b.wire += int64(n)
+	n, err := b.readLeft(p)
 	if b.left == 0 {
 		b.inChunk = false
 		line, lerr := b.chunkLine() // the CRLF after the data
@@ -312,7 +299,19 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	if err != nil {
+	return n, err
+}
+
+// readLeft reads at most the b.left bytes still due of a sized body or
+// chunk; an end of input before them is io.ErrUnexpectedEOF.
+func (b *bodyReader) readLeft(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.br.Read(p)
+	b.left -= int64(n)
+	b.wire += int64(n)
+	if err != nil && b.left > 0 {
 		return n, noEOF(err)
 	}
 	return n, nil
