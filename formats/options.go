@@ -115,6 +115,12 @@ type ReaderOptions struct {
 	// BatchRows is how many rows are read at a time from one row group.
 	// Default 256.
 	BatchRows int
+	// Columns lists the top-level columns of the record's schema to decode
+	// (names as in docs/schema.md, e.g. "method", "req_headers"); the
+	// fields of every other column are left zero and their pages are never
+	// read. The time column (ts_unix_ns, or orig_ts for results) is always
+	// decoded. An unknown name fails OpenReader. Default (nil): all columns.
+	Columns []string
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/internal/cputime"
+	"github.com/reelkit/reel/replayer"
 )
 
 // Benchmarks for docs/performance.md ("Formats"):
@@ -187,13 +188,43 @@ func BenchmarkRead(b *testing.B) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
+	readLoop(b, dir, formats.ReaderOptions{})
+}
+
+// BenchmarkReadColumns: records/s and allocations per record through the
+// reader on the chat-sse corpus (16 KiB streamed responses), decoding every
+// column ("all") or only what a replay reads ("replay", replayer.Columns).
+//
+//	go test ./formats -run '^$' -bench ReadColumns -benchtime 20000x -count 3
+func BenchmarkReadColumns(b *testing.B) {
+	recs := corpus(b, corpora[2])
+	dir := b.TempDir()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, NoSpool: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("all", func(b *testing.B) { readLoop(b, dir, formats.ReaderOptions{}) })
+	b.Run("replay", func(b *testing.B) { readLoop(b, dir, formats.ReaderOptions{Columns: replayer.Columns()}) })
+}
+
+// readLoop reads b.N records from dir, reopening it at the end.
+func readLoop(b *testing.B, dir string, opts formats.ReaderOptions) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
 	var r *formats.Reader[formats.Exchange]
+	var err error
 	for n < b.N {
 		if r == nil {
-			if r, err = formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{}); err != nil {
+			if r, err = formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, opts); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -25,10 +26,12 @@ import (
 // overlaps the current time — flat in the size of the dataset. Row groups
 // outside [From, To) are never read. A row group found out of order (not
 // written by reel's Writer) fails the read with an error naming the file.
+// With ReaderOptions.Columns only those columns' pages are read and decoded.
 type Reader[T Record] struct {
 	opts     ReaderOptions
 	from, to int64
-	pending  []*run[T] // row groups not opened yet, by minimum time
+	schema   *parquet.Schema // projection of ReaderOptions.Columns; nil reads every column
+	pending  []*run[T]       // row groups not opened yet, by minimum time
 	heap     runHeap[T]
 	files    map[string]*openFile
 	last     int64
@@ -75,6 +78,13 @@ func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOption
 	}
 	if !opts.To.IsZero() {
 		r.to = opts.To.UnixNano()
+	}
+	if opts.Columns != nil {
+		s, err := projectSchema[T](opts.Columns)
+		if err != nil {
+			return nil, fmt.Errorf("open reader: %w", err)
+		}
+		r.schema = s
 	}
 	list, err := ListFiles(paths)
 	if err != nil {
@@ -184,7 +194,7 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 		r.release(ru)
 		return fmt.Errorf("%s: %w: row group %d vanished", ru.path, ErrBadFile, ru.group)
 	}
-	if err := ru.open(groups[ru.group]); err != nil {
+	if err := ru.open(groups[ru.group], r.schema); err != nil {
 		r.release(ru)
 		return err
 	}
@@ -204,16 +214,59 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 	return nil
 }
 
-// open starts reading a row group.
-func (ru *run[T]) open(rg parquet.RowGroup) (err error) {
+// open starts reading a row group, only schema's columns when it is not nil.
+func (ru *run[T]) open(rg parquet.RowGroup, schema *parquet.Schema) (err error) {
 	defer func() {
 		if p := recover(); p != nil { // parquet-go on a damaged file
 			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
 		}
 	}()
-	ru.gr = parquet.NewGenericRowGroupReader[T](rg)
+	if schema != nil {
+		ru.gr = parquet.NewGenericRowGroupReader[T](rg, schema)
+	} else {
+		ru.gr = parquet.NewGenericRowGroupReader[T](rg)
+	}
 	return nil
 }
+
+// projectSchema is T's schema cut down to the named top-level columns and
+// the time column, in schema order. The reader decodes only its leaf
+// columns: parquet-go converts each row group to it, and the chunks of the
+// other columns are never opened.
+func projectSchema[T Record](columns []string) (*parquet.Schema, error) {
+	full := parquet.SchemaOf(new(T))
+	want := map[string]bool{timeColumn[T](): true}
+	for _, c := range columns {
+		want[c] = true
+	}
+	var fields []parquet.Field
+	for _, f := range full.Fields() {
+		if want[f.Name()] {
+			fields = append(fields, f)
+			delete(want, f.Name())
+		}
+	}
+	if len(want) > 0 {
+		unknown := make([]string, 0, len(want))
+		for c := range want {
+			unknown = append(unknown, c)
+		}
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("project columns: %s has no column %s", schemaName[T](), strings.Join(unknown, ", "))
+	}
+	return parquet.NewSchema(full.Name(), projection{Node: full, fields: fields}), nil
+}
+
+// projection is a group node with a subset of a struct schema's fields. It
+// keeps the struct fields themselves (not a parquet.Group, whose fields find
+// their Go field by name on every row), so rows are reconstructed by field
+// index as with the full schema.
+type projection struct {
+	parquet.Node
+	fields []parquet.Field
+}
+
+func (p projection) Fields() []parquet.Field { return p.fields }
 
 // fill reads the next batch of a run.
 func (r *Reader[T]) fill(ru *run[T]) (err error) {

@@ -172,7 +172,7 @@ func (m *memSink) byID() map[int64]*formats.Result {
 }
 
 // datasetOpener writes xs as a real dataset with the formats writer and
-// opens it with formats.OpenReader, as reel replay does.
+// opens it with formats.OpenReader and Columns, as reel replay does.
 func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -189,6 +189,6 @@ func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 		tb.Fatal(err)
 	}
 	return func(ctx context.Context, from, to time.Time) (Source, error) {
-		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to})
+		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to, Columns: Columns()})
 	}
 }

@@ -24,6 +24,20 @@ type Source interface {
 	Close() error
 }
 
+// Columns are the exchange/1 columns a replay reads, for
+// formats.ReaderOptions.Columns: an Opener need not decode any other (the
+// response side — body, headers, SSE timings — is most of a recorded row).
+// Every Exchange field this package reads must be listed here;
+// TestColumnsCoverReplay fails otherwise. The caller owns the slice.
+func Columns() []string {
+	return []string{
+		"ts_unix_ns", "recorder", "seq", "conn_id", "session", // schedule, connections, sampling, shards, result rows
+		"method", "host", "path", "query", // request line; host for the recorded-host check, path for --path
+		"req_headers", "req_content_type", "req_body", "req_body_truncated", // request head and body; --header
+		"model", "prompt_tokens", "output_tokens", // --model, --min/max-prompt-tokens, result rows, --pin-output
+	}
+}
+
 // Opener opens the dataset afresh for one pass over [from, to) (zero times
 // are open ends). A run reads the window more than once — a first pass for
 // target safety and warm-up, then once per speed and loop — and never holds
