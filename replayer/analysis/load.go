@@ -46,13 +46,18 @@ func DatasetKind(paths []string) (string, error) {
 
 // AddDataset streams every row of paths into a, in time order across files
 // (shards of one run merge into one set), and returns how many rows it read.
-// It stops early when ctx is cancelled.
+// It stops early when ctx is cancelled. A recording is read without the
+// columns the analysis never uses (bodies, headers) unless opt.Columns
+// says otherwise.
 func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.ReaderOptions) (int64, error) {
 	kind, err := DatasetKind(paths)
 	if err != nil {
 		return 0, err
 	}
 	if kind == KindExchange {
+		if opt.Columns == nil {
+			opt.Columns = exchangeColumns
+		}
 		return addAll(ctx, paths, opt, a.AddExchange)
 	}
 	return addAll(ctx, paths, opt, a.AddResult)

@@ -41,11 +41,11 @@ type observation struct {
 	lat   [numCols]int64
 	itlUs []int32 // gaps between token events, µs (borrowed from the row)
 
-	events, outTokens, promptTokens int32
-	batch, queue                    int32 // -1 when absent
-	bodyBytes                       int64
-	method, path, model             string
-	prefix                          []int64 // prefix block hashes (borrowed), recordings only
+	outTokens, promptTokens int32
+	batch, queue            int32 // -1 when absent
+	bodyBytes               int64
+	method, path, model     string
+	prefix                  []int64 // prefix block hashes (borrowed), recordings only
 }
 
 // Status classes. OK requests are 2xx and 3xx.
@@ -110,13 +110,13 @@ func orMissing(v int64) int64 {
 // fromResult maps a replay result row.
 func fromResult(r *formats.Result) observation {
 	o := observation{
-		orig:     r.OrigTs.UnixNano(),
-		send:     r.SentUnixNs,
-		sched:    r.SentUnixNs - r.LagNs,
-		runStart: r.ScheduledNs,
-		class:    classify(r.Status, r.Error, true),
-		itlUs:    r.ITLUs,
-		events:   r.Events, outTokens: r.OutputTokens, promptTokens: r.PromptTokens,
+		orig:      r.OrigTs.UnixNano(),
+		send:      r.SentUnixNs,
+		sched:     r.SentUnixNs - r.LagNs,
+		runStart:  r.ScheduledNs,
+		class:     classify(r.Status, r.Error, true),
+		itlUs:     r.ITLUs,
+		outTokens: r.OutputTokens, promptTokens: r.PromptTokens,
 		batch: r.BatchSize, queue: r.QueueDepth,
 		bodyBytes: r.BytesSent,
 		method:    r.Method, path: r.Path,
@@ -147,6 +147,18 @@ func fromResult(r *formats.Result) observation {
 // MaxGaps); a full list may miss the last gaps.
 const maxRecordedGaps = 1 << 16
 
+// exchangeColumns are the exchange/1 columns fromExchange reads: AddDataset
+// decodes only these (the bodies and headers are most of a recorded row).
+// Every Exchange field read here must be listed;
+// TestExchangeColumnsCoverAnalysis fails otherwise.
+var exchangeColumns = []string{
+	"ts_unix_ns", "status", "error", "complete", // time, outcome
+	"ttfb_ns", "duration_ns", "ttft_ns", "event_gaps_us", // timings
+	"output_tokens", "prompt_tokens", "req_body_bytes", "prefix_hashes", // workload
+	"batch_size", "queue_depth", // server state
+	"method", "path", "model", // breakdowns and filters
+}
+
 // fromExchange maps a recorded exchange: t_send is the request's first byte
 // and there is no schedule, so E2E from schedule equals E2E and lag is
 // missing. event_gaps_us are the gaps between token-bearing events, so the
@@ -155,13 +167,13 @@ const maxRecordedGaps = 1 << 16
 // which includes a trailing usage chunk and [DONE]).
 func fromExchange(x *formats.Exchange) observation {
 	o := observation{
-		orig:     x.TsUnixNs,
-		send:     x.TsUnixNs,
-		sched:    x.TsUnixNs,
-		runStart: missing,
-		class:    classify(x.Status, x.Error, x.Complete),
-		itlUs:    x.EventGapsUs,
-		events:   x.Events, outTokens: x.OutputTokens, promptTokens: x.PromptTokens,
+		orig:      x.TsUnixNs,
+		send:      x.TsUnixNs,
+		sched:     x.TsUnixNs,
+		runStart:  missing,
+		class:     classify(x.Status, x.Error, x.Complete),
+		itlUs:     x.EventGapsUs,
+		outTokens: x.OutputTokens, promptTokens: x.PromptTokens,
 		batch: x.BatchSize, queue: x.QueueDepth,
 		bodyBytes: x.ReqBodyBytes,
 		method:    x.Method, path: x.Path,
