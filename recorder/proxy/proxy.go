@@ -207,15 +207,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		v := recover()
-		if v == nil {
-			// Send what is buffered before any recording work: a response
-			// with a Content-Length is then complete for the client, which
-			// would otherwise wait for Finish and Submit (and the worker
-			// Submit wakes) until the server flushes after the handler.
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
-			}
-		}
 		end := time.Now()
 		p.m.ProxySeconds.Observe(end.Sub(start).Seconds())
 		aborted := v == http.ErrAbortHandler || r.Context().Err() != nil
