@@ -184,25 +184,6 @@ func TestColumnsCoverReplay(t *testing.T) {
 	})
 }
 
-// writeDataset writes xs as an exchange/1 dataset of several row groups.
-func writeDataset(t *testing.T, xs []*formats.Exchange) string {
-	t.Helper()
-	dir := t.TempDir()
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", NoSpool: true, RowGroupRows: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range xs {
-		if err := w.Write(x); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 var columnsStart = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // columnsCases are replay options that between them read every field the

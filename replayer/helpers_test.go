@@ -175,8 +175,18 @@ func (m *memSink) byID() map[int64]*formats.Result {
 // opens it with formats.OpenReader and Columns, as reel replay does.
 func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 	tb.Helper()
+	dir := writeDataset(tb, xs)
+	return func(ctx context.Context, from, to time.Time) (Source, error) {
+		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to, Columns: Columns()})
+	}
+}
+
+// writeDataset writes xs as an exchange/1 dataset of several row groups and
+// returns its directory.
+func writeDataset(tb testing.TB, xs []*formats.Exchange) string {
+	tb.Helper()
 	dir := tb.TempDir()
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", Source: "test", NoSpool: true})
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", Source: "test", NoSpool: true, RowGroupRows: 64})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -188,7 +198,5 @@ func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return func(ctx context.Context, from, to time.Time) (Source, error) {
-		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to, Columns: Columns()})
-	}
+	return dir
 }
