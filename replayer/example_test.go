@@ -42,7 +42,7 @@ func ExamplePlan_Run() {
 
 	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
 	open := func(ctx context.Context, from, to time.Time) (replayer.Source, error) {
-		// In reel: formats.OpenReader[formats.Exchange](ctx, paths, formats.ReaderOptions{From: from, To: to, Columns: replayer.Columns()}).
+		// A recorded dataset: replayer.OpenDataset(paths, formats.ReaderOptions{}).
 		m := &memory{}
 		for i := range 3 {
 			ts := t0.Add(time.Duration(i) * 100 * time.Millisecond)

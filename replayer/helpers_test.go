@@ -172,13 +172,11 @@ func (m *memSink) byID() map[int64]*formats.Result {
 }
 
 // datasetOpener writes xs as a real dataset with the formats writer and
-// opens it with formats.OpenReader and Columns, as reel replay does.
+// opens it with OpenDataset, as reel replay does.
 func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 	tb.Helper()
 	dir := writeDataset(tb, xs)
-	return func(ctx context.Context, from, to time.Time) (Source, error) {
-		return formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{From: from, To: to, Columns: Columns()})
-	}
+	return OpenDataset([]string{dir}, formats.ReaderOptions{})
 }
 
 // writeDataset writes xs as an exchange/1 dataset of several row groups and

@@ -25,7 +25,8 @@ type Source interface {
 }
 
 // Columns are the exchange/1 columns a replay reads, for
-// formats.ReaderOptions.Columns: an Opener need not decode any other (the
+// formats.ReaderOptions.Columns (OpenDataset's default): an Opener need not
+// decode any other (the
 // response side — body, headers, SSE timings — is most of a recorded row).
 // Every Exchange field this package reads must be listed here;
 // TestColumnsCoverReplay fails otherwise. The caller owns the slice.
@@ -43,6 +44,20 @@ func Columns() []string {
 // target safety and warm-up, then once per speed and loop — and never holds
 // it in memory.
 type Opener func(ctx context.Context, from, to time.Time) (Source, error)
+
+// OpenDataset is the Opener of a reel dataset (files, directory trees or
+// globs): each pass reads [from, to) with opts, decoding only Columns unless
+// opts.Columns says otherwise.
+func OpenDataset(paths []string, opts formats.ReaderOptions) Opener {
+	if opts.Columns == nil {
+		opts.Columns = Columns()
+	}
+	return func(ctx context.Context, from, to time.Time) (Source, error) {
+		o := opts
+		o.From, o.To = from, to
+		return formats.OpenReader[formats.Exchange](ctx, paths, o)
+	}
+}
 
 // DefaultFrame is the frame length when Selection.Frame is zero.
 const DefaultFrame = 5 * time.Second

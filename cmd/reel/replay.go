@@ -152,11 +152,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	paths := fs.Args()
-	open := func(ctx context.Context, from, to time.Time) (replayer.Source, error) {
-		return formats.OpenReader[formats.Exchange](ctx, paths, formats.ReaderOptions{From: from, To: to, SkipBad: f.skipBad,
-			Columns: replayer.Columns(), // the response side is never decoded
-			Warn:    func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
-	}
+	open := replayer.OpenDataset(paths, formats.ReaderOptions{SkipBad: f.skipBad,
+		Warn: func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
 	plan, err := replayer.NewPlan(ctx, open, opts)
 	if err != nil {
 		var rh *replayer.RecordedHostError

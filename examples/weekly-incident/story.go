@@ -435,9 +435,7 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 	if err != nil {
 		return fmt.Errorf("shadow url: %w", err)
 	}
-	open := func(ctx context.Context, from, to time.Time) (replayer.Source, error) {
-		return formats.OpenReader[formats.Exchange](ctx, []string{s.recDir}, formats.ReaderOptions{From: from, To: to})
-	}
+	open := replayer.OpenDataset([]string{s.recDir}, formats.ReaderOptions{})
 	plan, err := replayer.NewPlan(ctx, open, replayer.Options{
 		Target:    target,
 		Selection: replayer.Selection{From: f.ReplayFrom, To: f.ReplayTo, Frame: cfg.Frame},
