@@ -11,9 +11,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/zstd"
-
-	kzstd "github.com/klauspost/compress/zstd"
 )
 
 // fileWriter writes one Parquet file under a temporary name and renames it
@@ -95,49 +92,6 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		rotateSize:    cfg.rotateSize,
 		ratio:         ratio,
 	}, nil
-}
-
-// keptEncoderCodec is parquet-go's zstd codec with one encoder that lives as
-// long as the writer. parquet-go keeps its encoders in a sync.Pool, which
-// every GC cycle empties, so a writer that compresses a page now and then
-// (every row group fills its pages over seconds) built a new encoder, with
-// its 1 MiB history and match tables, for most pages: 15 % of all the bytes
-// a recording proxy allocated. The encoder has the same options as
-// parquet-go's, so the pages are the same bytes; EncodeAll is safe for
-// concurrent use (a second caller waits for the encoder).
-type keptEncoderCodec struct {
-	*zstd.Codec // decoding, name and codec id
-	enc         *kzstd.Encoder
-}
-
-// keepEncoder returns c with a kept encoder if it is parquet-go's zstd codec,
-// else c.
-func keepEncoder(c compress.Codec) compress.Codec {
-	z, ok := c.(*zstd.Codec)
-	if !ok {
-		return c
-	}
-	level, conc := z.Level, int(z.Concurrency)
-	if level == 0 {
-		level = zstd.DefaultLevel
-	}
-	if conc == 0 {
-		conc = zstd.DefaultConcurrency
-	}
-	enc, err := kzstd.NewWriter(nil,
-		kzstd.WithEncoderConcurrency(conc),
-		kzstd.WithEncoderLevel(level),
-		kzstd.WithZeroFrames(true),
-		kzstd.WithEncoderCRC(false),
-	)
-	if err != nil { // only for invalid options, which these are not
-		return c
-	}
-	return keptEncoderCodec{z, enc}
-}
-
-func (c keptEncoderCodec) Encode(dst, src []byte) ([]byte, error) {
-	return c.enc.EncodeAll(src, dst[:0]), nil
 }
 
 // parquetOptions are the writer options of every file holding T.

@@ -3,9 +3,11 @@ package formats
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,10 +48,14 @@ func TestEagerShredMatchesReflection(t *testing.T) {
 
 	dir := t.TempDir()
 	final, temp := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "_a.parquet.tmp")
-	cfg.codec = keepEncoder(cfg.codec) // as NewWriter does: the same bytes
-	if _, ok := cfg.codec.(keptEncoderCodec); !ok {
-		t.Fatalf("keepEncoder kept no encoder: %T", cfg.codec)
+	codec, err := pageCodec(WriterOptions{Level: zstd.SpeedFastest}) // as NewWriter does: the same bytes
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, ok := codec.(keptEncoderCodec); !ok {
+		t.Fatalf("pageCodec kept no encoder: %T", codec)
+	}
+	cfg.codec = codec
 	fw, err := newFileWriter[Exchange](final, temp, 1, 0, t0, cfg, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -199,4 +205,12 @@ func rowGroupKeys(t *testing.T, path string) [][]int64 {
 		out = append(out, keys)
 	}
 	return out
+}
+
+// A zstd level the encoder refuses is NewWriter's error, not a panic later.
+func TestWriterRefusesBadLevel(t *testing.T) {
+	_, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: t.TempDir(), NoSpool: true, Level: 99})
+	if err == nil || !strings.Contains(err.Error(), "zstd level 99") {
+		t.Fatalf("NewWriter with level 99: %v, want a zstd level error", err)
+	}
 }

@@ -77,10 +77,14 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	for k, v := range opts.Meta {
 		meta[MetaUserPrefix+k] = v
 	}
+	codec, err := pageCodec(opts)
+	if err != nil {
+		return nil, fmt.Errorf("new writer: %w", err)
+	}
 	w := &Writer[T]{
 		opts: opts,
 		cfg: fileConfig{
-			codec:         keepEncoder(pageCodec(opts)),
+			codec:         codec,
 			rowGroupRows:  opts.RowGroupRows,
 			rowGroupBytes: opts.RowGroupBytes,
 			rotateSize:    opts.RotateSize,
