@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/sse"
+	"github.com/reelkit/reel/sse"
 )
 
 // DefaultMaxBody is the body capture limit when Config.MaxBody is zero.

@@ -8,5 +8,5 @@
 // raw body, and a fail-open Pipeline (bounded queue → redact → write) with
 // Prometheus metrics. The sources live in subpackages: recorder/proxy (the
 // reverse-proxy sidecar) and recorder/capture (passive packet capture);
-// recorder/sse is the event-stream scanner they and the replayer use.
+// sse is the event-stream scanner they and the replayer use.
 package recorder

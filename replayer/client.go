@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/sse"
+	"github.com/reelkit/reel/sse"
 )
 
 // ConnMode chooses how requests map to connections.
@@ -303,7 +303,7 @@ func (c *client) fail(res *formats.Result, at, schedMono int64, err error) {
 // the scanner, never held whole.
 const maxEventBytes = 4 << 20
 
-// readStream reads an SSE body with recorder/sse, the scanner and token
+// readStream reads an SSE body with sse, the scanner and token
 // classification the recorder uses, so recorded and replayed timings mean
 // the same: TTFT/TTST/ITL from token-bearing events (SPEC §6), output tokens
 // from usage when present, else the token events. E2E ends at the last token

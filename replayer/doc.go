@@ -16,11 +16,11 @@
 //     forwarding recorded credentials), written and its response read on
 //     the sender's goroutine over pooled or per-recorded-connection
 //     keep-alive connections (TLS included), timed per SPEC §6 (TTFB, TTFT,
-//     TTST, inter-token gaps via recorder/sse, end-to-end from send and
+//     TTST, inter-token gaps via sse, end-to-end from send and
 //     from schedule);
 //   - run.go: a whole run — target safety, warm-up, step mode, progress,
 //     result rows to a [Sink], summaries and the speed sweep through
-//     replayer/analysis, the one implementation of reel's metrics.
+//     analysis, the one implementation of reel's metrics.
 //
 // The replayer never reads flags, files or the environment: cmd/reel opens the
 // dataset and the result writer and passes them in.

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // collector owns everything downstream of the senders, on one goroutine:

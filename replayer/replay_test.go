@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 func run(t *testing.T, xs []*formats.Exchange, opts Options, speed float64) (*Report, *memSink) {

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // Sink receives result rows from one goroutine; *formats.Writer[formats.Result]

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // Source yields exchanges in time order; *formats.Reader[formats.Exchange]

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // analysisFlags are the flags stats, report and compare share.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/reelkit/reel/replayer/analysis"
-	"github.com/reelkit/reel/replayer/analysis/htmlreport"
+	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/analysis/htmlreport"
 )
 
 const compareUsage = `usage: reel compare A B [flags]

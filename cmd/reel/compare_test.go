@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
+	"github.com/reelkit/reel/analysis/analysistest"
 )
 
 // analysisFixtures writes a recording with a long-prompt burst, a baseline

@@ -17,9 +17,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/replayer"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 const replayUsage = `usage: reel replay DATASET... --target URL --out DIR [flags]

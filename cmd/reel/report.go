@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/reelkit/reel/replayer/analysis/htmlreport"
+	"github.com/reelkit/reel/analysis/htmlreport"
 )
 
 const reportUsage = `usage: reel report RESULTS... [flags]

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/scrape"
 	"github.com/reelkit/reel/replayer"
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/scrape"
 )
 
 // scrapeFlags are --scrape and its companions.

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/scrape/scrapetest"
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/scrape/scrapetest"
 )
 
 // incidentStart is the recording's first instant: a whole second, so

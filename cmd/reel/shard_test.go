@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // reelProcessEnv marks a child started by startReel: the test binary then

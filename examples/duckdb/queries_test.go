@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.

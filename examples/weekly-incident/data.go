@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/scrape"
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/scrape"
 )
 
 // keepFunc selects rows by prompt length; nil keeps every row.

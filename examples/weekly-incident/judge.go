@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reelkit/reel/replayer/analysis"
-	"github.com/reelkit/reel/replayer/analysis/htmlreport"
+	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/analysis/htmlreport"
 )
 
 // findings is what the story found, for the closing lines and the checks.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/analysis"
 )
 
 // notebook prints the story the way an on-call engineer writes it down:

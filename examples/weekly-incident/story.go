@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/analysis/htmlreport"
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/examples/simcluster/traffic"
 	"github.com/reelkit/reel/formats"
@@ -23,8 +25,6 @@ import (
 	"github.com/reelkit/reel/recorder/proxy"
 	"github.com/reelkit/reel/redact"
 	"github.com/reelkit/reel/replayer"
-	"github.com/reelkit/reel/replayer/analysis"
-	"github.com/reelkit/reel/replayer/analysis/htmlreport"
 )
 
 // story holds what the steps share.

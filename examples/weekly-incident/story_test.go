@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/analysis"
 )
 
 // TestQuickStory tells the --quick story in process — simulator, sidecar,

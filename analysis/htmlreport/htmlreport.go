@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
 )
 
 //go:embed page.html.tmpl

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/recorder/scrape/scrapetest"
+	"github.com/reelkit/reel/scrape/scrapetest"
 )
 
 // memSink collects samples; block, when set, makes Write wait on it.

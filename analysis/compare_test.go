@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 // run builds an analyzer of n requests whose E2E is lognormal around

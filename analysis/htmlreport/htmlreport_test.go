@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 func incident(t *testing.T, scale float64) *analysis.Analyzer {
@@ -40,7 +40,7 @@ var svgRe = regexp.MustCompile(`(?s)<svg .*?</svg>`)
 // sampleDir keeps the pages TestPages renders; docs/img's screenshots are
 // taken from them:
 //
-//	go test ./replayer/analysis/htmlreport -run TestPages -sample-dir /tmp/pages
+//	go test ./analysis/htmlreport -run TestPages -sample-dir /tmp/pages
 //	chromium --headless --screenshot=docs/img/report.png --window-size=1280,1600 file:///tmp/pages/report.html
 var sampleDir = flag.String("sample-dir", "", "write the rendered sample pages to this directory")
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 // AddDataset reads a recording through exchangeColumns: the summary, the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata")

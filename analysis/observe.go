@@ -143,7 +143,7 @@ func fromResult(r *formats.Result) observation {
 	return o
 }
 
-// maxRecordedGaps is the recorder's cap on event_gaps_us (recorder/sse
+// maxRecordedGaps is the recorder's cap on event_gaps_us (sse
 // MaxGaps); a full list may miss the last gaps.
 const maxRecordedGaps = 1 << 16
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/analysis"
 )
 
 // withSignals attaches a server-side series that follows the frames' p99.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
+	"github.com/reelkit/reel/analysis/analysistest"
 )
 
 func TestStatsNamesLongPromptBurst(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
-	"github.com/reelkit/reel/replayer/analysis"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 func ExampleAnalyzer() {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reelkit/reel/replayer/analysis"
+	"github.com/reelkit/reel/analysis"
 )
 
 // maxSignalCharts bounds the server-side overlay charts of one run.

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/internal/cputime"
-	"github.com/reelkit/reel/replayer/analysis/analysistest"
 )
 
 // BenchmarkAnalyze1M adds a million replay results (streaming, 20 tokens,
 // 19 ITL gaps each) and computes the summary; it reports rows/s on one core
 // and the heap the analyzer holds per row.
 //
-//	go test ./replayer/analysis -run XXX -bench Analyze1M -benchtime 3x -cpu 1
+//	go test ./analysis -run XXX -bench Analyze1M -benchtime 3x -cpu 1
 func BenchmarkAnalyze1M(b *testing.B) {
 	const rows = 1_000_000
 	pool := analysistest.Run(1, 4096, 1)
