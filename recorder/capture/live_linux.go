@@ -148,7 +148,7 @@ loop:
 	readStats()
 	mu.Lock()
 	closed = true
-	e.Close()
+	e.Finish()
 	mu.Unlock()
 	// Open the filter before raising stopped: the reader closes the handle
 	// only after it sees stopped.
