@@ -106,5 +106,9 @@ func TestImportExportMisuse(t *testing.T) {
 	}
 }
 
-func importCmd(ctx context.Context, args []string, o, e *bytes.Buffer) error { return runImport(ctx, args, o, e) }
-func exportCmd(ctx context.Context, args []string, o, e *bytes.Buffer) error { return runExport(ctx, args, o, e) }
+func importCmd(ctx context.Context, args []string, o, e *bytes.Buffer) error {
+	return runImport(ctx, args, o, e)
+}
+func exportCmd(ctx context.Context, args []string, o, e *bytes.Buffer) error {
+	return runExport(ctx, args, o, e)
+}

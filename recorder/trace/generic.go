@@ -145,14 +145,12 @@ func (c *csvReader) Next() (Row, error) {
 	if err == io.EOF {
 		return Row{}, io.EOF
 	}
-	line, _ := c.cr.FieldPos(0)
 	if err != nil {
-		var pe *csv.ParseError
-		if errors.As(err, &pe) && !errors.Is(pe.Err, csv.ErrQuote) && !errors.Is(pe.Err, csv.ErrBareQuote) {
-			return Row{}, fmt.Errorf("%w: %v", ErrFormat, err)
-		}
-		return Row{}, &RowError{Line: max(line, 1), Err: fmt.Errorf("%w: %v", ErrFormat, err)}
+		// csv.Reader cannot go on past a bad quote: the rest of the file is
+		// unreadable, so this ends the import.
+		return Row{}, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
+	line, _ := c.cr.FieldPos(0)
 	field := func(i int) string {
 		if i < 0 || i >= len(rec) {
 			return ""
