@@ -115,7 +115,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
-	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{
+	// Synthetic bodies need no redaction (nil redactor); the recorder still
+	// carries them to the dataset as it does every source's, waiting for
+	// room rather than dropping, as file imports do.
+	rec, _, err := recorder.OpenDataset(ctx, formats.WriterOptions{
 		Dir: f.out, Recorder: f.recorder, NoSpool: true,
 		Source:               "trace:" + format + ":" + filepath.Base(fs.Arg(0)),
 		RedactionFingerprint: "synthetic",
@@ -124,15 +127,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"trace_block_tokens":        strconv.Itoa(f.blockTokens),
 			"tokenizer":                 opts.Tokenizer.Name(),
 		},
-	})
+	}, nil, recorder.Options{Wait: true})
 	if err != nil {
-		return fmt.Errorf("open dataset: %w", err)
+		return err
 	}
-	// Synthetic bodies need no redaction; the pipeline still carries them
-	// to the dataset as it does every source's.
-	pipe := recorder.NewPipeline(w, nil, recorder.PipelineOptions{})
-	rep, ierr := trace.Import(ctx, r, opts, func(x *formats.Exchange) error { return pipe.SubmitWait(ctx, x) })
-	if err := pipe.Close(context.Background()); err != nil {
+	rep, ierr := trace.Import(ctx, r, opts, func(x *formats.Exchange) error { rec.Record(x); return nil })
+	if err := rec.Close(context.Background()); err != nil {
 		return fmt.Errorf("close dataset: %w", err)
 	}
 	for _, e := range rep.Errors {
