@@ -328,7 +328,7 @@ func (j *job) redactForm(body []byte) []byte {
 		if fieldName(key) {
 			dk, _ = j.r.detect(key)
 		} else { // text sent as a form: "name" is the text
-			if j.r.topics != nil && j.chain.domain == domainPrompt {
+			if j.r.topics != nil && j.domain == domainPrompt {
 				j.r.topics.scan([]byte(key), &j.topics)
 			}
 			dk = string(j.appendTextValue(nil, []byte(key)))

@@ -25,6 +25,7 @@ import (
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
+	"github.com/reelkit/reel/redact"
 )
 
 const recordUsage = `usage: reel record --out DIR SOURCE [flags]
