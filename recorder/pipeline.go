@@ -84,9 +84,13 @@ type PipelineOptions struct {
 	// Sample is the fraction of sessions recorded, in (0, 1); 0 or ≥ 1
 	// records everything. The decision is a hash of the sample key, so a
 	// session is recorded entirely or not at all.
-	Sample  float64
-	Filter  Filter
-	Metrics *Metrics // default NewMetrics(nil)
+	Sample float64
+	// SessionFields are request-body fields (dotted paths, see
+	// DefaultSessionFields) read into the session column when no session
+	// header was recorded; the first present wins. Default none.
+	SessionFields []string
+	Filter        Filter
+	Metrics       *Metrics // default NewMetrics(nil)
 	// Warn receives sink errors, at most one a second (default: dropped;
 	// they are always counted).
 	Warn func(error)
@@ -297,6 +301,9 @@ func (p *Pipeline) work() {
 		x := it.x
 		p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
 		p.cpu <- struct{}{}
+		if x.Session == "" && len(p.opts.SessionFields) > 0 && !x.ReqBodyTrunc {
+			x.Session = sessionFromBody(x.ReqBody, p.opts.SessionFields)
+		}
 		Enrich(x)
 		if p.red != nil {
 			p.red.RedactExchange(x)

@@ -11,7 +11,8 @@ import (
 
 // RedactExchange redacts everything the recorder filled raw, in place:
 // path, query, client, session, request and response headers and bodies.
-// It sets PrefixHashes and Topic from the raw request, and RedactErr when a
+// It sets PrefixHashes, Topic and the turn links (LinkTurns) from the raw
+// bodies, and RedactErr when a
 // body could not be redacted; that body is then emptied (its size fields
 // are kept). It never panics.
 func (r *Redactor) RedactExchange(x *formats.Exchange) {
@@ -25,6 +26,7 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
+	LinkTurns(x, r.key) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client, _ = r.detect(x.Client)

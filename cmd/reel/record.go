@@ -78,6 +78,7 @@ type recordFlags struct {
 	raw                            bool
 	contextHeaders                 []string
 	sessionHeader                  string
+	sessionFields                  []string
 	queue                          int
 	sample                         float64
 	paths, methods, hosts          []string
@@ -115,7 +116,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.keyFile, "redact-key-file", "", "file holding the dataset's redaction key (else $REEL_REDACT_KEY, else a random key)")
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
 	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
-	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample and replay --sessions recorded)")
+	fs.StringSliceVar(&f.sessionFields, "session-field", nil, "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
 	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
 	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
 	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
@@ -254,7 +256,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 	m.SetSpoolBytes(func() int64 { return w.Stats().SpoolBytes })
 	var sink recorder.Sink = w
 	popts := recorder.PipelineOptions{
-		Queue: f.queue, QueueBytes: queueBytes, Sample: f.sample, Metrics: m,
+		Queue: f.queue, QueueBytes: queueBytes, Sample: f.sample, Metrics: m, SessionFields: f.sessionFields,
 		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
 		Warn:   func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
 	}
