@@ -152,6 +152,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	paths := fs.Args()
+	noteRedactionSchemes("reel replay", paths, stderr)
 	open := replayer.OpenDataset(paths, formats.ReaderOptions{SkipBad: f.skipBad,
 		Warn: func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
 	plan, err := replayer.NewPlan(ctx, open, opts)

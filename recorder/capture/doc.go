@@ -1,6 +1,6 @@
 // Package capture records HTTP/1.1 exchanges passively, from packets: live
 // from a network interface (Live: an AF_PACKET socket with a kernel BPF
-// filter, pure Go) or from pcap and pcapng files (ReadFile).
+// filter and a TPACKET_V3 receive ring, pure Go) or from pcap and pcapng files (ReadFile).
 //
 // An Engine decodes link, IP and TCP headers, reassembles both directions
 // of each connection with gopacket's reassembly package (memory bounded,
