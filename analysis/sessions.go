@@ -376,8 +376,9 @@ type SessionCounter struct {
 	opts    LinkerOptions
 	n       int64
 	active  map[uint64]*sessionTally
-	turns   countDist
-	think   countDist
+	budget  exactBudget // bounds the exact values of turns and think
+	turns   dist        // turns per multi-turn session
+	think   dist        // think times, ns
 	inMulti int64
 	multi   int64
 	fanout  int64
@@ -400,7 +401,7 @@ func NewSessionCounter(mode SessionMode, opts LinkerOptions) *SessionCounter {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultSessionIdle
 	}
-	return &SessionCounter{l: NewLinker(mode, opts), opts: opts, active: map[uint64]*sessionTally{}}
+	return &SessionCounter{l: NewLinker(mode, opts), opts: opts, active: map[uint64]*sessionTally{}, budget: exactBudget{limit: DefaultExactValues}}
 }
 
 // Add counts one exchange; exchanges must come in time order.
@@ -424,7 +425,7 @@ func (c *SessionCounter) Add(x *formats.Exchange) {
 	end := endOf(x)
 	s.end = max(s.end, end)
 	if len(lk.Deps) > 0 {
-		c.think.add(thinkBin(lk.ThinkNs), 1)
+		c.think.add(&c.budget, lk.ThinkNs)
 		if s.kids == nil {
 			s.kids = map[int64]int64{}
 		}
@@ -449,20 +450,6 @@ func (c *SessionCounter) Add(x *formats.Exchange) {
 	}
 }
 
-// thinkBin is a think time in µs for countDist, rounded to three
-// significant digits above a second so that long gaps take few bins.
-func thinkBin(ns int64) int64 {
-	us := ns / 1000
-	if us < 1_000_000 {
-		return us
-	}
-	p := int64(1)
-	for us/p >= 1000 {
-		p *= 10
-	}
-	return us / p * p
-}
-
 // fold moves the sessions idle since before cutoff into the distributions.
 func (c *SessionCounter) fold(cutoff int64) {
 	for id, s := range c.active {
@@ -470,10 +457,10 @@ func (c *SessionCounter) fold(cutoff int64) {
 			continue
 		}
 		delete(c.active, id)
-		c.turns.add(int64(s.turns), 1)
 		if s.turns < 2 {
 			continue
 		}
+		c.turns.add(&c.budget, int64(s.turns))
 		c.multi++
 		c.inMulti += int64(s.turns)
 		ch := Chain{Start: time.Unix(0, s.start).UTC(), Turns: s.turns, Depth: s.depth, Span: time.Duration(s.end - s.start), Recorder: s.recorder, Seq: s.seq}
@@ -504,15 +491,7 @@ func (c *SessionCounter) Stats() *SessionStats {
 	if c.n > 0 {
 		st.ShareInMulti = float64(c.inMulti) / float64(c.n)
 	}
-	var vals []int64 // turns per multi-turn session: few distinct values
-	c.turns.each(func(v, n int64) {
-		if v >= 2 {
-			for range min(n, 1<<20) {
-				vals = append(vals, v)
-			}
-		}
-	})
-	st.TurnsPerSess = sizesOf(vals)
+	st.TurnsPerSess = c.turns.sizes()
 	st.Think = c.think.quantiles()
 	return st
 }
