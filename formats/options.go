@@ -83,6 +83,15 @@ type WriterOptions struct {
 
 	// Now is the clock for file ages and names. Default time.Now.
 	Now func() time.Time
+	// Warn receives the failures the writer works around without refusing
+	// records: a file that could not be closed (its records stay in the
+	// spool), a failed spool sync (the frames wait in memory), a spool
+	// directory removed and recreated. Default: ignore; Stats counts them.
+	Warn func(error)
+
+	// disk creates the files and spool segments (default the operating
+	// system's); tests give it a disk that fills up.
+	disk disk
 
 	// pageTap, when set (by benchmarks only), receives a copy of every
 	// uncompressed page before it is compressed.
@@ -100,6 +109,13 @@ type Stats struct {
 	Syncs        int64 // spool fsyncs
 	Recovered    int64 // records recovered from a predecessor's spool
 	Lost         int64 // spool frames found damaged during recovery (torn tails)
+	// Unsaved counts records Write accepted and then lost: their file
+	// failed and their spool frames never reached the disk (it refused
+	// them until Close), or the spool directory holding them was removed.
+	Unsaved int64
+	// SpoolRecreated counts the times the spool directory was found removed
+	// and made again.
+	SpoolRecreated int64
 }
 
 // ReaderOptions configure a Reader. The zero value reads everything and fails
@@ -152,6 +168,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.disk == nil {
+		o.disk = osDisk{}
 	}
 	return o
 }
