@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"path"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
 )
 
@@ -32,7 +32,8 @@ type Redactor interface {
 // Filter selects the exchanges to record. Empty lists match everything.
 type Filter struct {
 	// Paths are path prefixes ("/v1/chat/") or, when they contain glob
-	// characters, path.Match patterns ("/v1/*/completions").
+	// characters, path.Match patterns ("/v1/*/completions"): the --path
+	// rule of analysis.MatchPath, the same in replay, stats and report.
 	Paths   []string
 	Methods []string // methods, case-insensitive
 	Hosts   []string // hosts, case-insensitive, with or without the port
@@ -52,19 +53,7 @@ func (f *Filter) Match(method, host, p string) bool {
 			return false
 		}
 	}
-	if len(f.Paths) == 0 {
-		return true
-	}
-	for _, pat := range f.Paths {
-		if strings.ContainsAny(pat, "*?[") {
-			if ok, _ := path.Match(pat, p); ok {
-				return true
-			}
-		} else if strings.HasPrefix(p, pat) {
-			return true
-		}
-	}
-	return false
+	return len(f.Paths) == 0 || analysis.MatchPath(f.Paths, p)
 }
 
 func containsFold(list []string, s string) bool {

@@ -39,7 +39,7 @@ var statsCommand = analysisCommand{
 }
 
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	r, err := statsCommand.run(ctx, args, stderr)
+	r, err := statsCommand.run(ctx, args, stdout, stderr)
 	if r == nil || err != nil {
 		return err
 	}
