@@ -171,12 +171,12 @@ func (markRedactor) RedactExchange(x *formats.Exchange) {
 
 func TestPipeline(t *testing.T) {
 	sink := &countSink{}
-	p := NewPipeline(sink, markRedactor{}, PipelineOptions{Sample: 0.5, Workers: 2})
+	p := New(sink, markRedactor{}, Options{Sample: 0.5, Pipeline: PipelineOptions{Workers: 2}})
 	kept := 0
 	for i := range 2000 {
-		key := fmt.Sprint("session-", i%200)
-		want := p.Want("POST", "h", "/", key)
-		if want != p.Want("POST", "h", "/", key) {
+		req := Request{Method: "POST", Host: "h", Path: "/", Header: http.Header{"X-Session-Id": {fmt.Sprint("session-", i%200)}}}
+		want := p.Want(req, ConnInfo{ID: int64(i)})
+		if want != p.Want(req, ConnInfo{ID: int64(i + 1)}) {
 			t.Fatal("sampling is not deterministic per key")
 		}
 		if want {
