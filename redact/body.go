@@ -148,9 +148,10 @@ func (j *job) body(kind bodyKind, body []byte) (Body, error) {
 		out = make([]byte, len(body))
 	}
 	res := Body{Data: out}
-	if j.chain.domain == domainPrompt {
-		if len(j.hashes) > 0 {
-			res.PrefixHashes = append([]int64(nil), j.hashes...)
+	if j.domain == domainPrompt {
+		j.chain.finish()
+		if len(j.chain.hashes) > 0 {
+			res.PrefixHashes = append([]int64(nil), j.chain.hashes...)
 		}
 		res.Topic = r.topics.best(&j.topics)
 	}
@@ -159,13 +160,13 @@ func (j *job) body(kind bodyKind, body []byte) (Body, error) {
 
 // redactText turns a whole text into chained synthetic text.
 func (j *job) redactText(text []byte) []byte {
-	if j.r.topics != nil && j.chain.domain == domainPrompt {
+	if j.r.topics != nil && j.domain == domainPrompt {
 		j.r.topics.scan(text, &j.topics)
 	}
 	j.in = text
 	j.synth, j.edits = j.synth[:0], j.edits[:0]
 	j.edits = append(j.edits, edit{start: 0, end: len(text), kind: editTail, expl: j.note("", "text", "text body: chained synthetic text", "", text)})
-	j.segs = append(j.segs[:0], segment{text: text, edit: 0})
+	j.segs = append(j.segs[:0], segment{text: text, key: "", edit: 0})
 	j.runChain()
 	return j.write(nil)
 }
@@ -244,7 +245,7 @@ func (j *job) appendTextValue(out, v []byte) []byte {
 	j.in = v
 	j.synth = j.synth[:0]
 	j.edits = append(j.edits[:0], edit{start: 0, end: len(v), kind: editTail, expl: -1})
-	j.segs = append(j.segs[:0], segment{text: v, edit: 0})
+	j.segs = append(j.segs[:0], segment{text: v, key: "", edit: 0})
 	j.runChain()
 	return j.write(out)
 }
@@ -277,7 +278,7 @@ func (j *job) redactForm(body []byte) []byte {
 		if _, keep := j.r.keep.find([]string{key}); keep {
 			nv, _ = j.r.detect(val)
 		} else {
-			if j.r.topics != nil && j.chain.domain == domainPrompt {
+			if j.r.topics != nil && j.domain == domainPrompt {
 				j.r.topics.scan([]byte(val), &j.topics)
 			}
 			nv = string(j.appendTextValue(nil, []byte(val)))

@@ -36,6 +36,8 @@ var commands = map[string]command{
 	"report":  {"latency, throughput and SLO metrics of results or a recording (docs/metrics.md): text, --json, --html", runReport},
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
+	"import":  {"turn a trace (Mooncake, Azure, BurstGPT, CSV/JSONL) into a dataset with synthesized prompts", runImport},
+	"export":  {"write a recording as Mooncake, AIPerf or vLLM trace JSONL", runExport},
 }
 
 // Exit codes, documented in README "Using reel in CI".

@@ -176,6 +176,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		opts.StepWait = replayStepWait(f.stepPause, os.Stdin, stderr)
 	}
 
+	noteRedactionSchemes("reel replay", paths, stderr)
 	explicitID := opts.RunID != ""
 	if !explicitID {
 		opts.RunID = replayer.DefaultRunID(opts, paths, speeds)
