@@ -18,6 +18,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 	"github.com/reelkit/reel/replayer"
 )
 
@@ -417,11 +418,7 @@ func replayStepWait(pause time.Duration, in io.Reader, stderr io.Writer) func(co
 }
 
 // redactedURL drops any user info from a URL before it is printed or stored.
-func redactedURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
-}
+func redactedURL(u *url.URL) string { return redact.CleanURL(u.String()) }
 
 // writeReplayReport prints the run's own figures, the top causes of its
 // failed requests, then the analysis summary (the same text reel report
