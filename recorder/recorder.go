@@ -134,7 +134,7 @@ func New(sink Sink, red Redactor, opts Options) *Recorder {
 	opts.Pipeline.maxBody = asm.cfg.MaxBody
 	r := &Recorder{
 		asm:     asm,
-		pipe:    newPipeline(sink, red, opts.Pipeline),
+		pipe:    newPipeline(sink, red, opts.Pipeline, opts.Config.SessionFields),
 		filter:  opts.Filter,
 		sampleT: math.MaxUint64,
 		wait:    opts.Wait,
