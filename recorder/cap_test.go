@@ -13,7 +13,7 @@ import (
 type keepSink struct{ xs []*formats.Exchange }
 
 func (s *keepSink) Write(x *formats.Exchange) error { s.xs = append(s.xs, x); return nil }
-func (s *keepSink) Close() error                    { return nil }
+func (s *keepSink) Close(context.Context) error     { return nil }
 
 // growRedactor stands in for redaction that lengthens a body (a cut
 // compressed body decompressed and compressed again whole).

@@ -352,7 +352,7 @@ func TestNoLeakPcapImport(t *testing.T) {
 		packets = append(packets, conn.Handshake(at)...)
 		packets = append(packets, conn.Send(true, at.Add(time.Millisecond), req.Bytes())...)
 		packets = append(packets, conn.Send(false, at.Add(3*time.Millisecond), []byte(resp))...)
-		packets = append(packets, conn.Close(at.Add(4*time.Millisecond))...)
+		packets = append(packets, conn.Fin(at.Add(4*time.Millisecond))...)
 	}
 	path := capturetest.WriteFile(t, capturetest.Ethernet, packets)
 	out := t.TempDir()
