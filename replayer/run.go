@@ -303,7 +303,7 @@ func (r *replayRun) startSending() {
 	if o.Sessions.Mode != analysis.SessionsOff {
 		precise := canSleepPrecise()
 		r.rel = newReleaser(r.reqCtx, r.spin, precise, func(j *job) {
-			j.eager = precise // as the dispatcher's: write it here when a connection is idle
+			j.eager = precise             // as the dispatcher's: write it here when a connection is idle
 			_ = r.snd.dispatchReserved(j) // only a cancelled run fails it
 		})
 		r.gate = newGate(&o.Sessions, r.speed, r.rel)
