@@ -476,6 +476,9 @@ func writeReplayReport(w io.Writer, r *replayer.Report) {
 		fmt.Fprint(w, "  (stopped)")
 	}
 	fmt.Fprintln(w)
+	if line := r.Client.String(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	r.Summary.WriteText(w)
 }
 
