@@ -15,7 +15,7 @@ import (
 // times cheaper than JSON for exchanges with bodies, which matters because
 // every record is encoded on the writer's hot path. codecVersion goes into the
 // spool header; bump it with any change here.
-const codecVersion = 1
+const codecVersion = 2 // 2: cached_tokens
 
 var errCodec = errors.New("malformed spooled record")
 
@@ -98,6 +98,7 @@ func appendExchange(b []byte, x *Exchange) []byte {
 	b = appendBool(b, x.Complete)
 	b = appendString(b, x.Error)
 	b = appendString(b, x.RedactErr)
+	b = appendOptInt32(b, x.CachedTokens)
 	return b
 }
 
@@ -150,6 +151,7 @@ func (d *decoder) exchange(x *Exchange) {
 	x.Complete = d.bool()
 	x.Error = d.string()
 	x.RedactErr = d.string()
+	x.CachedTokens = d.optInt32()
 }
 
 func appendResult(b []byte, r *Result) []byte {
@@ -180,6 +182,7 @@ func appendResult(b []byte, r *Result) []byte {
 	b = appendString(b, r.Path)
 	b = appendString(b, r.Model)
 	b = binary.AppendVarint(b, int64(r.PromptTokens))
+	b = appendOptInt32(b, r.CachedTokens)
 	return b
 }
 
@@ -211,6 +214,7 @@ func (d *decoder) result(r *Result) {
 	r.Path = d.string()
 	r.Model = d.string()
 	r.PromptTokens = d.int32()
+	r.CachedTokens = d.optInt32()
 }
 
 func appendString(b []byte, s string) []byte {
@@ -225,6 +229,15 @@ func appendBytes(b []byte, p []byte) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(p))+1)
 	return append(b, p...)
+}
+
+// appendOptInt32 distinguishes nil from a value: 0 is nil, 1 then the
+// varint is a value.
+func appendOptInt32(b []byte, v *int32) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	return binary.AppendVarint(append(b, 1), int64(*v))
 }
 
 func appendBool(b []byte, v bool) []byte {
@@ -303,6 +316,18 @@ func (d *decoder) int32() int32 {
 		return 0
 	}
 	return int32(v)
+}
+
+func (d *decoder) optInt32() *int32 {
+	switch d.uvarint() {
+	case 0:
+		return nil
+	case 1:
+		v := d.int32()
+		return &v
+	}
+	d.bad = true
+	return nil
 }
 
 // count reads a length whose elements take at least elem bytes each.

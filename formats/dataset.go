@@ -233,12 +233,17 @@ func checkSchema(fi *FileInfo, want string) error {
 }
 
 // checkColumns makes sure every column of T's schema is in the file with the
-// same physical type, so reading cannot misinterpret a column.
+// same physical type, so reading cannot misinterpret a column. An optional
+// top-level column may be missing: it was added within the schema version
+// after the file was written, and reads as NULL (docs/schema.md).
 func checkColumns[T Record](path string, pf *parquet.File) error {
 	want := parquet.SchemaOf(new(T))
 	for _, p := range want.Columns() {
 		wl, _ := want.Lookup(p...)
 		hl, ok := pf.Schema().Lookup(p...)
+		if !ok && len(p) == 1 && wl.Node.Optional() {
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("%s: %w: no column %s", path, ErrBadFile, strings.Join(p, "."))
 		}

@@ -73,6 +73,11 @@ type Exchange struct {
 	Complete   bool              `parquet:"complete"`
 	Error      string            `parquet:"error"`
 	RedactErr  string            `parquet:"redaction_error"`
+
+	// Columns added within exchange/1 (docs/schema.md, "Versions"): each
+	// is optional, and files written before it read it as NULL (nil).
+
+	CachedTokens *int32 `parquet:"cached_tokens,optional"` // prompt tokens served from the server's prefix cache (usage); nil when not reported
 }
 
 // Time reports when the exchange started; it orders and partitions datasets.

@@ -37,6 +37,11 @@ type Result struct {
 	Path         string    `parquet:"path,dict"`
 	Model        string    `parquet:"model,dict"`
 	PromptTokens int32     `parquet:"prompt_tokens"`
+
+	// Columns added within result/1 (docs/schema.md, "Versions"): each is
+	// optional, and files written before it read it as NULL (nil).
+
+	CachedTokens *int32 `parquet:"cached_tokens,optional"` // shadow's prompt tokens served from its prefix cache (usage); nil when not reported
 }
 
 // Time reports the original timestamp of the replayed exchange; it orders and
