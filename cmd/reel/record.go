@@ -25,6 +25,7 @@ import (
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
+	"github.com/reelkit/reel/redact"
 )
 
 const recordUsage = `usage: reel record --out DIR SOURCE [flags]
@@ -149,7 +150,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case f.upstream != "" && source != nil:
 		return &usageError{msg: "give one source: --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	case f.upstream != "":
-		source, sourceName = recordProxy, "proxy:"+f.upstream
+		source, sourceName = recordProxy, "proxy:"+redact.CleanURL(f.upstream)
 	case source == nil:
 		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	}
@@ -326,7 +327,7 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := proxy.NewServer(f.listen, p)
-	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), f.upstream, f.out)
+	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), redact.CleanURL(f.upstream), f.out)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
