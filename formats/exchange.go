@@ -75,9 +75,16 @@ type Exchange struct {
 	Error      string            `parquet:"error"`
 	RedactErr  string            `parquet:"redaction_error"`
 
-	// Columns added within exchange/1 (docs/schema.md, "Versions"): each
-	// is optional, and files written before it read it as NULL (nil).
+	// Turn links (added in a later exchange/1 version; zero in older files
+	// and when not an LLM conversation): keyed digests computed from the
+	// raw bodies at record time, so that conversations and agent loops can
+	// be found after redaction. An exchange B continues A when
+	// B.ParentTurnKey == A.TurnKey (see docs/schema.md and analysis.Linker).
+	TurnKey       int64 `parquet:"turn_key"`        // digest of the request's conversation followed by this exchange's answer
+	ParentTurnKey int64 `parquet:"parent_turn_key"` // digest of the request's conversation up to its last answered assistant message
 
+	// CachedTokens (added in a later exchange/1 version; optional, so NULL
+	// in older files and when the server did not say).
 	CachedTokens *int32 `parquet:"cached_tokens,optional"` // prompt tokens served from the server's prefix cache (usage); nil when not reported
 }
 

@@ -37,10 +37,14 @@ type Result struct {
 	Path         string    `parquet:"path,dict"`
 	Model        string    `parquet:"model,dict"`
 	PromptTokens int32     `parquet:"prompt_tokens"`
+	// SessionDelayNs (added in a later result/1 version) is how much later
+	// than its recorded schedule a session turn became due because it
+	// waited for its predecessor's answer on the shadow (replay
+	// --sessions); 0 otherwise. LagNs is measured from that later due time.
+	SessionDelayNs int64 `parquet:"session_delay_ns"`
 
-	// Columns added within result/1 (docs/schema.md, "Versions"): each is
-	// optional, and files written before it read it as NULL (nil).
-
+	// CachedTokens (added in a later result/1 version; optional, so NULL
+	// in older files and when the shadow did not say).
 	CachedTokens *int32 `parquet:"cached_tokens,optional"` // shadow's prompt tokens served from its prefix cache (usage); nil when not reported
 }
 

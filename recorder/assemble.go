@@ -49,6 +49,11 @@ type Config struct {
 	// SessionHeader names the request header holding the session key
 	// (default "x-session-id").
 	SessionHeader string
+	// SessionFields are request-body fields (dotted paths, see
+	// DefaultSessionFields) read into the session column when the header
+	// is absent; the first present wins. Default none. They are read on
+	// the pipeline's workers, from the raw body, before redaction.
+	SessionFields []string
 	// Epoch makes sequence numbers and connection ids unique across
 	// restarts of a recorder on one dataset: both count up from
 	// EpochBase(Epoch). New takes it from a formats.Writer sink

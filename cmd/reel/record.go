@@ -78,6 +78,7 @@ type recordFlags struct {
 	raw                            bool
 	contextHeaders                 []string
 	sessionHeader                  string
+	sessionFields                  []string
 	queue                          int
 	sample                         float64
 	paths, methods, hosts          []string
@@ -116,7 +117,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f.redactor.register(fs)
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
 	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
-	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample and replay --sessions recorded)")
+	fs.StringSliceVar(&f.sessionFields, "session-field", nil, "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
 	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
 	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
 	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
@@ -282,7 +284,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 	}, red, recorder.Options{
 		Config: recorder.Config{
 			Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
-			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
+			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader, SessionFields: f.sessionFields,
 		},
 		Pipeline: recorder.PipelineOptions{
 			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
