@@ -50,9 +50,10 @@ type pipeline struct {
 	qbytes   atomic.Int64 // body bytes queued or being written
 	lastWarn atomic.Int64 // unix ns of the last Warn call
 	written  chan item
-	cpu      chan struct{} // a token per stage that may run at once; see NewPipeline
-	done     chan struct{} // closed when the writer has closed the sink
-	closeErr error         // the sink's Close error, valid after done
+	cpu      chan struct{}   // a token per stage that may run at once; see NewPipeline
+	done     chan struct{}   // closed when the writer has closed the sink
+	closeCtx context.Context // Close's ctx, set before the queue is closed
+	closeErr error           // the sink's Close error, valid after done
 }
 
 // newPipeline starts a pipeline writing to sink. red may be nil to record
@@ -236,7 +237,7 @@ func (p *pipeline) write() {
 		}
 		p.qbytes.Add(-it.size)
 	}
-	p.closeErr = p.sink.Close()
+	p.closeErr = p.sink.Close(p.closeCtx)
 }
 
 // item is a queued exchange and the bytes Submit charged for it (redaction
@@ -275,6 +276,7 @@ func (p *pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
+		p.closeCtx = ctx
 		close(p.queue)
 	}
 	p.mu.Unlock()

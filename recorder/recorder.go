@@ -13,11 +13,11 @@ import (
 )
 
 // Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write is
-// called from a single goroutine; Close is called once, by Recorder.Close,
-// after the last Write.
+// called from a single goroutine; Close is called once, after the last
+// Write, with the ctx given to Recorder.Close.
 type Sink interface {
 	Write(x *formats.Exchange) error
-	Close() error
+	Close(ctx context.Context) error
 }
 
 // Redactor redacts an exchange in place before it is written;

@@ -88,6 +88,7 @@ var ErrEmptyWindow = errors.New("no exchange matches the selection")
 // RecordedHostError refuses a target that was recorded as a production host.
 type RecordedHostError struct{ Host string }
 
+// Error says which host was refused and how to allow it.
 func (e *RecordedHostError) Error() string {
 	return fmt.Sprintf("target host %q appears among the recorded hosts: refusing to replay against what may be production (pass --allow-recorded-host if it really is a shadow)", e.Host)
 }
@@ -371,7 +372,8 @@ type SweepReport struct {
 }
 
 // Sweep runs the window once per speed, each into the sink newSink returns
-// (closed after its run when it is an io.Closer), and reports the highest
+// (closed after its run when it has a Close(ctx) error method, as
+// *formats.Writer does), and reports the highest
 // speed that meets the SLO of Options.Analysis.
 func (p *Plan) Sweep(ctx context.Context, speeds []float64, newSink func(speed float64) (Sink, error)) (*SweepReport, error) {
 	sr := &SweepReport{}
@@ -384,8 +386,8 @@ func (p *Plan) Sweep(ctx context.Context, speeds []float64, newSink func(speed f
 			return sr, fmt.Errorf("speed %g: open results: %w", s, err)
 		}
 		rep, err := p.Run(ctx, sink, s)
-		if cl, ok := sink.(io.Closer); ok {
-			if cerr := cl.Close(); cerr != nil && err == nil {
+		if cl, ok := sink.(interface{ Close(context.Context) error }); ok {
+			if cerr := cl.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
 				err = fmt.Errorf("close results: %w", cerr)
 			}
 		}

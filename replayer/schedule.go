@@ -127,6 +127,7 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{Index: i, Count: n}, nil
 }
 
+// String formats the shard as i/n, as ParseShard reads it.
 func (s Shard) String() string {
 	if s.Count <= 1 {
 		return "0/1"

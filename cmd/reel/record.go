@@ -198,7 +198,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer func() {
-			if err := run.Close(); err != nil {
+			if err := run.Close(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintf(stderr, "reel record: %v\n", err)
 			}
 		}()

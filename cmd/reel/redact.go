@@ -141,7 +141,7 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 	var n, failed int64
 	for {
 		if err := ctx.Err(); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return err
 		}
 		x, err := rd.Next()
@@ -149,7 +149,7 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 			break
 		}
 		if err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("read input: %w", err)
 		}
 		r.RedactExchange(x)
@@ -157,12 +157,12 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 			failed++
 		}
 		if err := w.Write(x); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("write output: %w", err)
 		}
 		n++
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		return fmt.Errorf("close output: %w", err)
 	}
 	fmt.Fprintf(stdout, "redacted %d exchanges from %d files into %s (%d with a redaction error, stored empty)\npolicy: %s\n", n, len(files), out, failed, r.Fingerprint())

@@ -193,8 +193,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		rep, runErr := plan.Run(ctx, sink, speeds[0])
 		var closeErr error
-		if c, ok := sink.(io.Closer); ok {
-			closeErr = c.Close()
+		if c, ok := sink.(ctxCloser); ok {
+			closeErr = c.Close(context.WithoutCancel(ctx))
 		}
 		if rep != nil && rep.Summary != nil {
 			if f.scrape.enabled() && closeErr == nil {

@@ -61,7 +61,7 @@ func writeReplayDataset(t *testing.T, dir, host string, span time.Duration) int 
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return n
