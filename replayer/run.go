@@ -21,6 +21,10 @@ type Sink interface {
 	Write(*formats.Result) error
 }
 
+// DefaultRequestTimeout is reel replay's per-request timeout: long enough
+// for a long generation, short enough that a hung target ends the run.
+const DefaultRequestTimeout = 10 * time.Minute
+
 // Options configure a replay. The zero value of every field works except
 // Target.
 type Options struct {
@@ -34,7 +38,7 @@ type Options struct {
 	Conn        ConnMode      // default ConnPooled
 	MaxConns    int           // ConnRecorded: connections kept at once (LRU); default 4096
 	PoolConns   int           // ConnPooled: connections to the target at most; default DefaultPoolConns, < 0 = no limit
-	Timeout     time.Duration // per request, from its send; 0 = none
+	Timeout     time.Duration // per request, from its send; 0 = none (reel replay: DefaultRequestTimeout)
 	TLS         *tls.Config   // nil = Go's defaults
 
 	Headers           http.Header // added to every request (credentials for the shadow go here)
@@ -113,7 +117,7 @@ func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if opts.RunID == "" {
-		opts.RunID = "run-" + time.Now().UTC().Format("20060102T150405.000")
+		opts.RunID = timeRunID(time.Now())
 	}
 	w, err := scan(ctx, open, &opts.Selection, opts.Warmup)
 	if err != nil {
