@@ -41,7 +41,7 @@ func writeFilterDataset(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
