@@ -144,6 +144,7 @@ type sender struct {
 	connsMu  sync.Mutex            // guards conns (the dispatcher and the session releaser dispatch)
 	conns    map[string]*connQueue // serial: queues by connection key
 	held     atomic.Int64          // requests that waited for a slot
+	late     atomic.Int64          // requests handed out saturatedLag or more after their due time
 	active   atomic.Int64          // requests in flight now
 
 	mu      sync.Mutex // guards idle, queue, workers
@@ -213,10 +214,12 @@ func (s *sender) reserve() { s.inflight.Add(1) }
 // (ctx done while held back) the request is not sent and its reservation is
 // released.
 func (s *sender) dispatchReserved(j *job) error {
+	heldBack := false
 	if s.sem != nil {
 		select {
 		case s.sem <- struct{}{}:
 		default:
+			heldBack = true
 			s.held.Add(1)
 			select {
 			case s.sem <- struct{}{}:
@@ -236,7 +239,11 @@ func (s *sender) dispatchReserved(j *job) error {
 	if j.eager && j.p != nil {
 		s.c.tryWrite(connKey(j.it.x), j.p, &j.fl)
 	}
-	saturated := s.limit == 0 && time.Duration(mono()-j.due) > saturatedLag // a session turn is late by design, not by saturation
+	late := time.Duration(mono()-j.due) > saturatedLag // from the due time: a session turn is late by design, not by saturation
+	if late && !heldBack {
+		s.late.Add(1)
+	}
+	saturated := s.limit == 0 && late
 	s.mu.Lock()
 	for {
 		if n := len(s.idle); n > 0 {
