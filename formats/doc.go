@@ -23,5 +23,11 @@
 //     Metrics), never from Close's return values.
 package formats
 
-// Version is reel's version, written into every file's metadata.
-const Version = "0.1.0"
+// Version is the version of the reel that writes files (reel.version in
+// every file's metadata, the HTML reports' footer): the reel module's
+// version from the build information — a release tag under `go install
+// …@v1.2.0`, a VCS pseudo-version for a build in a checkout, "devel" when
+// the build has none. A release built with -ldflags "-X main.version=…"
+// has cmd/reel set it at start-up, so the binary and its files say the
+// same thing.
+var Version = moduleVersion()

@@ -49,11 +49,8 @@ func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "with --explain: print JSON")
 	recorder := fs.String("recorder", "redact", "recorder id in the new files' names and metadata (rows keep their own)")
 	skipBad := fs.Bool("skip-bad", false, "skip unreadable input files with a warning (default: fail)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, redactUsage)
-		fs.PrintDefaults()
-	}
-	if helped, err := parseFlags(fs, args, "reel redact --help"); helped || err != nil {
+	fs.Usage = usageFunc(fs, redactUsage)
+	if helped, err := parseFlags(fs, args, "reel redact --help", stdout); helped || err != nil {
 		return err
 	}
 	// Misuse is reported before the key is read, so it is not buried

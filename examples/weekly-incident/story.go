@@ -433,7 +433,7 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 		return fmt.Errorf("shadow url: %w", err)
 	}
 	open := replayer.OpenDataset([]string{s.recDir}, formats.ReaderOptions{})
-	plan, err := replayer.NewPlan(ctx, open, replayer.Options{
+	ropts := replayer.Options{
 		Target:    target,
 		Selection: replayer.Selection{From: f.ReplayFrom, To: f.ReplayTo, Frame: cfg.Frame},
 		Timeout:   2 * time.Minute, RunID: name,
@@ -441,12 +441,14 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 		// recorded-host guard would refuse 127.0.0.1.
 		AllowRecordedHost: true,
 		Analysis:          s.analysisOptions(),
-	})
+	}
+	plan, err := replayer.NewPlan(ctx, open, ropts)
 	if err != nil {
 		return fmt.Errorf("plan %s replay: %w", name, err)
 	}
 	sink, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
-		Dir: dir, Recorder: "replay", Source: "replay:" + name, Meta: map[string]string{"run_id": name, "target": shadow.URL},
+		Dir: dir, Recorder: replayer.WriterName(ropts.Selection.Shard), Source: "replay:" + name,
+		Meta: replayer.ResultMeta(ropts, 1, []string{s.recDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("open %s results: %w", name, err)
