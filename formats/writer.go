@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/reelkit/reel/formats/store"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -39,6 +42,7 @@ type Writer[T Record] struct {
 	cfg  fileConfig
 	sid  string // session id: <recorder>-<start>, unique per Dir
 	sess *session
+	up   *uploader // nil for a local Dir
 	stop chan struct{}
 	done chan struct{}
 
@@ -62,6 +66,25 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	}
 	if !recorderRE.MatchString(opts.Recorder) {
 		return nil, fmt.Errorf("new writer: recorder id %q: use letters, digits, '.', '_' and '-'", opts.Recorder)
+	}
+	if strings.HasPrefix(opts.Recorder, compactPrefix) {
+		return nil, fmt.Errorf("new writer: recorder id %q: names starting with %q are compaction sets'", opts.Recorder, compactPrefix)
+	}
+	var up *uploader
+	if store.IsURL(opts.Dir) {
+		l, err := resolve(ctx, opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("new writer: %w", err)
+		}
+		if l.bucket == nil { // file://
+			opts.Dir = l.local
+		} else {
+			if opts.SpoolDir == "" {
+				opts.SpoolDir = DefaultSpoolDir(opts.Dir)
+			}
+			up = newUploader(l, opts.SpoolDir, opts.Warn)
+			opts.Dir = opts.SpoolDir // everything up to the upload happens on local disk
+		}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("new writer: %w", err)
@@ -90,6 +113,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 			rotateSize:    opts.RotateSize,
 			meta:          meta,
 		},
+		up:     up,
 		files:  map[int64]*fileWriter[T]{},
 		pinned: math.MaxInt,
 		ratio:  1,
@@ -106,6 +130,13 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	if err != nil {
 		sess.remove()
 		return nil, fmt.Errorf("new writer: recover: %w", err)
+	}
+	if up != nil {
+		if err := up.scan(); err != nil {
+			sess.remove()
+			return nil, fmt.Errorf("new writer: %w", err)
+		}
+		up.start()
 	}
 	go w.background()
 	return w, nil
@@ -155,12 +186,19 @@ func (w *Writer[T]) Stats() Stats {
 	s := w.stats
 	s.OpenFiles = len(w.files)
 	s.SpoolBytes = w.sess.bytes()
+	if w.up != nil {
+		u := w.up.snapshot()
+		s.Uploaded, s.UploadedBytes, s.UploadErrors = u.uploaded, u.bytes, u.errors
+		s.UploadPending, s.UploadPendingBytes = u.pending, u.pendingBytes
+	}
 	return s
 }
 
 // Close writes out every open file, renames them into place and removes the
-// spool. After a failed Close the spool stays and the next NewWriter on the
-// directory recovers it.
+// spool; with a storage URL it then uploads the closed files for at most
+// UploadWait. After a failed Close the spool (and the files not uploaded)
+// stay, and the next NewWriter on the directory recovers (and uploads)
+// them.
 func (w *Writer[T]) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -173,7 +211,19 @@ func (w *Writer[T]) Close() error {
 	<-w.done
 
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	err := w.closeAll()
+	w.mu.Unlock()
+	if w.up != nil {
+		if uerr := w.up.finish(w.opts.UploadWait); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("close writer: %w", uerr))
+		}
+	}
+	return err
+}
+
+// closeAll closes every open file and removes the spool, or keeps it when a
+// file failed.
+func (w *Writer[T]) closeAll() error {
 	var errs []error
 	for _, fw := range w.files {
 		if err := w.closeFile(fw); err != nil {
@@ -293,6 +343,11 @@ func (w *Writer[T]) closeFile(fw *fileWriter[T]) error {
 	w.stats.BytesWritten += size
 	if fw.flushed > 0 {
 		w.ratio = min(1, float64(size)/float64(fw.flushed))
+	}
+	if w.up != nil {
+		if rel, err := filepath.Rel(w.opts.Dir, fw.final); err == nil {
+			w.up.enqueue(rel, size)
+		}
 	}
 	if !w.sess.spooling() {
 		return nil

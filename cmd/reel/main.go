@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"report":  {"SPEC §6 metrics of results or a recording: text, --json, --html", runReport},
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
+	"compact": {"merge each hour's small files into large time-sorted ones, crash-safe and idempotent", runCompact},
 }
 
 // exitError carries a specific exit code (compare --fail-on uses 1 for a
@@ -65,6 +66,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printUsage(stdout)
 		return 0
 	}
+	registerStores(os.Getenv)
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "reel: unknown command %q\n", args[0])

@@ -70,6 +70,7 @@ Flags:
 // recordFlags holds reel record's command line.
 type recordFlags struct {
 	out, recorderID                string
+	spoolDir                       string
 	listen, upstream               string
 	upstreamTimeout, drainTimeout  time.Duration
 	rotateSize, maxBody, queueSize string
@@ -102,7 +103,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
-	fs.StringVar(&f.out, "out", "", "dataset directory (required)")
+	fs.StringVar(&f.out, "out", "", "dataset directory or storage URL: s3://bucket/prefix, gs://…, file:///… (required; docs/storage.md)")
+	fs.StringVar(&f.spoolDir, "spool-dir", "", "with a storage URL --out: local directory for the spool and closed files until uploaded; use a volume that outlives the process (default: under the system's temporary directory)")
 	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "proxy listen address (HTTP/1.1 and h2c)")
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL to proxy to")
@@ -241,6 +243,8 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 		Dir: f.out, Recorder: f.recorderID, Source: sourceName, RedactionFingerprint: fingerprint,
 		RotateSize: rotateSize, RotateAge: f.rotateAge, SyncEvery: f.syncEvery,
 		RowGroupBytes: 8 << 20, // a sidecar keeps its row groups (and RSS) small
+		SpoolDir:      f.spoolDir,
+		Warn:          func(err error) { fmt.Fprintf(stderr, "reel record: %v\n", err) },
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open dataset: %w", err)
@@ -252,6 +256,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := recorder.NewMetrics(reg)
 	m.SetSpoolBytes(func() int64 { return w.Stats().SpoolBytes })
+	registerUploadMetrics(reg, w.Stats)
 	var sink recorder.Sink = w
 	popts := recorder.PipelineOptions{
 		Queue: f.queue, QueueBytes: queueBytes, Sample: f.sample, Metrics: m,

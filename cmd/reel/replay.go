@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -173,7 +172,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			// One result set per speed, as a Hive partition, so a query
 			// engine sees a speed column; their metrics stay outside the tree.
 			part := "speed=" + strconv.FormatFloat(speed, 'g', -1, 64)
-			dir, metricsDir = filepath.Join(f.out, part), filepath.Join(metricsDir, part)
+			dir, metricsDir = formats.JoinPath(f.out, part), formats.JoinPath(metricsDir, part)
 		}
 		w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
 			Dir: dir, Recorder: replayWriterName(opts.Selection.Shard), Source: "replay:" + plan.RunID(),
