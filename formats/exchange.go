@@ -13,6 +13,7 @@ const (
 const (
 	TokensFromUsage    = "usage"
 	TokensFromEstimate = "estimate"
+	TokensFromTrace    = "trace" // an imported trace's own length (reel import)
 )
 
 // Exchange is one recorded request/response pair: a row of the exchange/1
@@ -50,7 +51,7 @@ type Exchange struct {
 	Stream             bool    `parquet:"stream"`
 	MaxTokens          int32   `parquet:"max_tokens"`
 	PromptTokens       int32   `parquet:"prompt_tokens"`
-	PromptTokensSource string  `parquet:"prompt_tokens_source,dict"` // TokensFromUsage or TokensFromEstimate
+	PromptTokensSource string  `parquet:"prompt_tokens_source,dict"` // TokensFromUsage, TokensFromEstimate or TokensFromTrace
 	PrefixHashes       []int64 `parquet:"prefix_hashes,list"`        // keyed hash chain over the prompt's blocks
 	Topic              string  `parquet:"topic,dict"`
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reelkit/reel/formats/store"
@@ -38,13 +39,14 @@ var recorderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // copied). Write and Close may be called from different goroutines, but
 // records are ordered within a row group by time, not by call.
 type Writer[T Record] struct {
-	opts WriterOptions
-	cfg  fileConfig
-	sid  string // session id: <recorder>-<start>, unique per Dir
-	sess *session
-	up   *uploader // nil for a local Dir
-	stop chan struct{}
-	done chan struct{}
+	opts  WriterOptions
+	cfg   fileConfig
+	sid   string    // session id: <recorder>-<start>, unique per Dir
+	epoch time.Time // see Epoch
+	sess  *session
+	up    *uploader // nil for a local Dir
+	stop  chan struct{}
+	done  chan struct{}
 
 	mu     sync.Mutex               // guards everything below, and sess
 	files  map[int64]*fileWriter[T] // open files by unix hour
@@ -124,7 +126,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	if err != nil {
 		return nil, fmt.Errorf("new writer: %w", err)
 	}
-	w.sess, w.sid = sess, sid
+	w.sess, w.sid, w.epoch = sess, sid, newEpoch(opts.Now())
 	n, lost, err := recoverDataset[T](ctx, w)
 	w.stats.Recovered, w.stats.Lost = n, lost
 	if err != nil {
@@ -177,6 +179,30 @@ func (w *Writer[T]) Write(rec *T) error {
 		return w.closeFile(fw)
 	}
 	return nil
+}
+
+// Epoch is when the writer started, to the millisecond: a writer opened
+// later on the same directory has a later epoch unless the clock stepped
+// back, and two writers in one process never share one. A recorder numbers
+// its exchanges and connections from it (recorder.Config.Epoch), which keeps
+// them unique across restarts.
+func (w *Writer[T]) Epoch() time.Time { return w.epoch }
+
+// lastEpoch is the latest Writer epoch handed out in this process, in unix
+// milliseconds.
+var lastEpoch atomic.Int64
+
+// newEpoch returns now to the millisecond, later than every earlier epoch of
+// this process.
+func newEpoch(now time.Time) time.Time {
+	ms := now.UnixMilli()
+	for {
+		last := lastEpoch.Load()
+		next := max(ms, last+1)
+		if lastEpoch.CompareAndSwap(last, next) {
+			return time.UnixMilli(next).UTC()
+		}
+	}
 }
 
 // Stats reports counters since NewWriter.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 	"github.com/reelkit/reel/sse"
 )
 
@@ -48,6 +49,25 @@ type Config struct {
 	// SessionHeader names the request header holding the session key
 	// (default "x-session-id").
 	SessionHeader string
+	// Epoch makes sequence numbers and connection ids unique across
+	// restarts of a recorder on one dataset: both count up from
+	// EpochBase(Epoch). New takes it from a formats.Writer sink
+	// (Writer.Epoch, when it started). Zero (the default with other sinks):
+	// both count from 1.
+	Epoch time.Time
+}
+
+// EpochBase is the number a recorder whose Config.Epoch is epoch counts its
+// sequence numbers and connection ids up from (the first is EpochBase+1):
+// the epoch in unix milliseconds × 2^14. A later epoch's numbers are above
+// an earlier one's as long as the earlier recorder handed out fewer than
+// 2^14 numbers per millisecond of its life (16 million a second) and the
+// clock did not step back. Zero for a zero epoch.
+func EpochBase(epoch time.Time) int64 {
+	if epoch.IsZero() || epoch.UnixMilli() <= 0 {
+		return 0
+	}
+	return epoch.UnixMilli() << 14
 }
 
 // Assembler builds exchanges and hands out sequence numbers. It is safe for
@@ -56,6 +76,7 @@ type Assembler struct {
 	cfg     Config
 	ctxKeys []string // canonical names of non-typed context headers
 	seq     atomic.Int64
+	conns   atomic.Int64
 }
 
 // NewAssembler returns an Assembler for cfg.
@@ -76,6 +97,8 @@ func NewAssembler(cfg Config) *Assembler {
 		cfg.SessionHeader = "x-session-id"
 	}
 	a := &Assembler{cfg: cfg}
+	a.seq.Store(EpochBase(cfg.Epoch))
+	a.conns.Store(EpochBase(cfg.Epoch))
 	for _, h := range cfg.ContextHeaders {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "" || h == HeaderBatchSize || h == HeaderQueueDepth {
@@ -90,9 +113,13 @@ func NewAssembler(cfg Config) *Assembler {
 // Config reports the configuration in effect, defaults filled in.
 func (a *Assembler) Config() Config { return a.cfg }
 
+// NewConn hands out the id of a new client connection: from 1, or above
+// EpochBase(Config.Epoch).
+func (a *Assembler) NewConn() int64 { return a.conns.Add(1) }
+
 // ConnInfo identifies the connection an exchange arrived on.
 type ConnInfo struct {
-	ID     int64  // recorder-local connection id
+	ID     int64  // connection id from NewConn; 0 when the source has none (access logs)
 	Seq    int32  // index of the exchange on the connection, from 0
 	Client string // client address (host:port)
 }
@@ -342,11 +369,17 @@ func parseInt32(v string) int32 {
 	return int32(n)
 }
 
-// dropHeaders are never recorded: hop-by-hop headers and credentials (a
-// replay takes its secrets from the environment, never from the dataset).
+// dropHeaders are never recorded: hop-by-hop headers.
 var dropHeaders = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Authenticate": true,
+}
+
+// credentialHeaders are recorded by presence and length only, even
+// without redaction (--raw): a replay takes its secrets from the
+// environment, never from the dataset, but whether a request carried one
+// is part of the traffic.
+var credentialHeaders = map[string]bool{
 	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
 }
 
@@ -364,6 +397,9 @@ func headerMap(h http.Header) map[string]string {
 		v := vs[0]
 		if len(vs) > 1 {
 			v = strings.Join(vs, ", ")
+		}
+		if credentialHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
+			v = redact.CredentialMarker(len(v))
 		}
 		lk, ok := lowerNames[k]
 		if !ok {

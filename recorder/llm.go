@@ -107,3 +107,23 @@ func clamp32(n int64) int32 {
 	}
 	return int32(n)
 }
+
+// Chat formatting overhead, after OpenAI's published counting rule for chat
+// models (openai-cookbook, "How to count tokens with tiktoken"): every
+// message costs chatTokensPerMessage on top of its role and content, and
+// the reply is primed with chatReplyPriming more.
+const (
+	chatTokensPerMessage = 3
+	chatReplyPriming     = 3
+)
+
+// ChatOverheadTokens is what the formatting of a chat of n messages with
+// one-token roles ("user", "system", "assistant") adds to their contents'
+// tokens. Trace import subtracts it so that a synthesized chat has the
+// trace's length under the same rule the estimate uses.
+func ChatOverheadTokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return n*(chatTokensPerMessage+1) + chatReplyPriming
+}

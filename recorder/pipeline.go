@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math"
-	"path"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,92 +12,27 @@ import (
 	"github.com/reelkit/reel/formats"
 )
 
-// Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write is
-// called from a single goroutine.
-type Sink interface {
-	Write(x *formats.Exchange) error
-	Close() error
-}
-
-// Redactor redacts an exchange in place before it is written;
-// *redact.Redactor is one. It must fail closed, reporting in x.RedactErr.
-type Redactor interface {
-	RedactExchange(x *formats.Exchange)
-}
-
-// Filter selects the exchanges to record. Empty lists match everything.
-type Filter struct {
-	// Paths are path prefixes ("/v1/chat/") or, when they contain glob
-	// characters, path.Match patterns ("/v1/*/completions").
-	Paths   []string
-	Methods []string // methods, case-insensitive
-	Hosts   []string // hosts, case-insensitive, with or without the port
-}
-
-// Match reports whether an exchange with this method, host and path passes.
-func (f *Filter) Match(method, host, p string) bool {
-	if len(f.Methods) > 0 && !containsFold(f.Methods, method) {
-		return false
-	}
-	if len(f.Hosts) > 0 {
-		bare := host
-		if i := strings.LastIndexByte(host, ':'); i > 0 && !strings.HasSuffix(host, "]") {
-			bare = host[:i]
-		}
-		if !containsFold(f.Hosts, host) && !containsFold(f.Hosts, bare) {
-			return false
-		}
-	}
-	if len(f.Paths) == 0 {
-		return true
-	}
-	for _, pat := range f.Paths {
-		if strings.ContainsAny(pat, "*?[") {
-			if ok, _ := path.Match(pat, p); ok {
-				return true
-			}
-		} else if strings.HasPrefix(p, pat) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// PipelineOptions configure a Pipeline. The zero value works.
+// PipelineOptions configure a Recorder's pipeline: the bounded queue, the
+// workers and where its figures go. The zero value works.
 type PipelineOptions struct {
-	Queue      int   // exchanges waiting at most (default 1024)
-	QueueBytes int64 // body bytes waiting at most (default 16 MiB); bounds memory
-	Workers    int   // goroutines enriching and redacting (default 1); one goroutine writes
-	// Sample is the fraction of sessions recorded, in (0, 1); 0 or ≥ 1
-	// records everything. The decision is a hash of the sample key, so a
-	// session is recorded entirely or not at all.
-	Sample  float64
-	Filter  Filter
-	Metrics *Metrics // default NewMetrics(nil)
+	Queue      int      // exchanges waiting at most (default 1024)
+	QueueBytes int64    // body bytes waiting at most (default 16 MiB); bounds memory
+	Workers    int      // goroutines enriching and redacting (default 1); one goroutine writes
+	Metrics    *Metrics // default NewMetrics(nil)
 	// Warn receives sink errors, at most one a second (default: dropped;
 	// they are always counted).
 	Warn func(error)
 }
 
-// Pipeline carries exchanges from the capture sources to the Sink: a
+// pipeline carries exchanges from the capture sources to the Sink: a
 // bounded queue, workers that Enrich and redact, and one writer. It is
 // fail-open: Submit never blocks, and an exchange that cannot be queued or
 // written is dropped and counted by reason.
-type Pipeline struct {
-	sink    Sink
-	red     Redactor
-	opts    PipelineOptions
-	m       *Metrics
-	sampleT uint64 // hash threshold for sampling; MaxUint64 keeps all
+type pipeline struct {
+	sink Sink
+	red  Redactor
+	opts PipelineOptions
+	m    *Metrics
 
 	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
 	closed  bool
@@ -123,9 +54,9 @@ type Pipeline struct {
 	closeErr error         // the sink's Close error, valid after done
 }
 
-// NewPipeline starts a pipeline writing to sink. red may be nil to record
+// newPipeline starts a pipeline writing to sink. red may be nil to record
 // raw (unredacted) exchanges. Close it to flush and close the sink.
-func NewPipeline(sink Sink, red Redactor, opts PipelineOptions) *Pipeline {
+func newPipeline(sink Sink, red Redactor, opts PipelineOptions) *pipeline {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
@@ -138,9 +69,8 @@ func NewPipeline(sink Sink, red Redactor, opts PipelineOptions) *Pipeline {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	p := &Pipeline{
+	p := &pipeline{
 		sink: sink, red: red, opts: opts, m: opts.Metrics,
-		sampleT: math.MaxUint64,
 		queue:   make(chan item, opts.Queue),
 		written: make(chan item, opts.Workers*4),
 		// Recording work (redaction, Parquet encoding, a row group's
@@ -149,17 +79,13 @@ func NewPipeline(sink Sink, red Redactor, opts PipelineOptions) *Pipeline {
 		// preempts it after 10 ms, so if the workers and the writer held
 		// every P at once, a forwarded request whose bytes had arrived would
 		// wait that long for one. They therefore share GOMAXPROCS-1 tokens
-		// (at least one): one P is always left for forwarding. Measured on
-		// 2 cores (bench/proxy -phases compare), this took 0.1 ms (JSON) and
-		// 0.16 ms (SSE) off the added p50; an extra runtime.Gosched after
-		// each exchange gained nothing. Fail-open covers the cost: a queue
-		// that then fills drops exchanges (counted), never requests.
+		// (at least one): one P is always left for forwarding
+		// (measured: docs/performance.md, "Recording leaves a P for
+		// forwarding"). Fail-open covers the cost: a queue that then fills
+		// drops exchanges (counted), never requests.
 		cpu:  make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		done: make(chan struct{}),
 		stop: make(chan struct{}),
-	}
-	if opts.Sample > 0 && opts.Sample < 1 {
-		p.sampleT = uint64(opts.Sample * math.MaxUint64)
 	}
 	var wg sync.WaitGroup
 	for range opts.Workers {
@@ -170,41 +96,10 @@ func NewPipeline(sink Sink, red Redactor, opts PipelineOptions) *Pipeline {
 	return p
 }
 
-// Metrics returns the pipeline's metrics.
-func (p *Pipeline) Metrics() *Metrics { return p.m }
-
-// Want reports whether an exchange should be recorded at all: it passes the
-// filter and its sample key (the session, else the connection) is sampled.
-// Sources call it when the request line is known, before capturing bodies;
-// a false answer is counted as skipped.
-func (p *Pipeline) Want(method, host, path, sampleKey string) bool {
-	if !p.opts.Filter.Match(method, host, path) {
-		p.m.Skipped.WithLabelValues(SkipFiltered).Inc()
-		return false
-	}
-	if p.sampleT != math.MaxUint64 {
-		h := fnv.New64a()
-		h.Write([]byte(sampleKey))
-		if mix64(h.Sum64()) > p.sampleT {
-			p.m.Skipped.WithLabelValues(SkipSampled).Inc()
-			return false
-		}
-	}
-	return true
-}
-
-// mix64 is the splitmix64 finaliser: FNV's high bits are poorly spread for
-// short, similar keys ("session-1", "session-2").
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // Submit queues x for recording without blocking. It reports false when x
 // was dropped (queue full, byte bound reached, pipeline closed); the drop
 // is counted. The pipeline owns x afterwards.
-func (p *Pipeline) Submit(x *formats.Exchange) bool {
+func (p *pipeline) Submit(x *formats.Exchange) bool {
 	size := int64(len(x.ReqBody) + len(x.RespBody))
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -228,18 +123,13 @@ func (p *Pipeline) Submit(x *formats.Exchange) bool {
 	}
 }
 
-// SubmitWait queues x for recording, waiting for room instead of dropping:
-// for offline imports (pcap files, access logs), which must not lose rows
-// to a full queue and have no client to keep waiting. It returns
-// ErrPipelineClosed after Close, or ctx's error when ctx ends first. The
-// pipeline owns x afterwards.
 // SubmitLater runs build on a goroutine of its own and submits what it
 // returns (nil: nothing), as Submit does. The proxy hands an exchange over
 // this way as its handler returns: a chunked response (an event stream)
 // ends only when the server writes its last chunk after the handler, and
 // assembling the exchange and waking a recording worker would otherwise
 // come first. Close waits for these goroutines before it closes the queue.
-func (p *Pipeline) SubmitLater(build func() *formats.Exchange) {
+func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
 	p.mu.RLock()
 	if p.closing {
 		p.mu.RUnlock()
@@ -256,7 +146,20 @@ func (p *Pipeline) SubmitLater(build func() *formats.Exchange) {
 	}()
 }
 
-func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
+// SubmitWait queues x for recording, waiting for room instead of dropping:
+// for offline imports (pcap files, access logs), which must not lose rows
+// to a full queue and have no client to keep waiting. It returns
+// ErrPipelineClosed after Close, or ctx's error when ctx ends first; either
+// drop is counted (reason closed). The pipeline owns x afterwards.
+func (p *pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
+	err := p.submitWait(ctx, x)
+	if err != nil {
+		p.m.Dropped.WithLabelValues(DropClosed).Inc()
+	}
+	return err
+}
+
+func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 	size := int64(len(x.ReqBody) + len(x.RespBody))
 	// Wait for the byte bound without holding the lock, so Close is never
 	// held up; an exchange larger than the bound goes in alone.
@@ -288,11 +191,12 @@ func (p *Pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
 	}
 }
 
-// ErrPipelineClosed is returned by SubmitWait after Close.
+// ErrPipelineClosed is returned by a waiting Record (Options.Wait) after
+// Close.
 var ErrPipelineClosed = errors.New("recording pipeline closed")
 
 // work enriches and redacts queued exchanges.
-func (p *Pipeline) work() {
+func (p *pipeline) work() {
 	for it := range p.queue {
 		x := it.x
 		p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
@@ -310,7 +214,7 @@ func (p *Pipeline) work() {
 }
 
 // write hands exchanges to the sink one at a time, then closes it.
-func (p *Pipeline) write() {
+func (p *pipeline) write() {
 	defer close(p.done)
 	for it := range p.written {
 		x := it.x
@@ -338,7 +242,7 @@ type item struct {
 	size int64
 }
 
-func (p *Pipeline) warn(err error) {
+func (p *pipeline) warn(err error) {
 	if p.opts.Warn == nil {
 		return
 	}
@@ -353,7 +257,7 @@ func (p *Pipeline) warn(err error) {
 // Close stops accepting exchanges, writes what is queued and closes the
 // sink. If ctx ends first, Close returns its error and leaves the rest to
 // the sink's spool; the writer goroutine finishes in the background.
-func (p *Pipeline) Close(ctx context.Context) error {
+func (p *pipeline) Close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.mu.Lock()
 	p.closing = true

@@ -45,10 +45,10 @@ func TestAssemble(t *testing.T) {
 		{"req body kept", string(x.ReqBody), "01234567"},
 		{"req body truncated", x.ReqBodyTrunc, true},
 		{"req body bytes", x.ReqBodyBytes, int64(10)},
-		{"authorization dropped", x.ReqHeaders["authorization"], ""},
-		{"cookie dropped", x.ReqHeaders["cookie"], ""},
+		{"authorization: presence and length only", x.ReqHeaders["authorization"], "<redacted len=16>"},
+		{"cookie: presence and length only", x.ReqHeaders["cookie"], "<redacted len=3>"},
 		{"connection dropped", x.ReqHeaders["connection"], ""},
-		{"set-cookie dropped", x.RespHeaders["set-cookie"], ""},
+		{"set-cookie: presence and length only", x.RespHeaders["set-cookie"], "<redacted len=3>"},
 		{"multi-value header", x.ReqHeaders["accept"], "a, b"},
 		{"batch size not a number", x.BatchSize, int32(-1)},
 		{"queue depth", x.QueueDepth, int32(5)},
@@ -171,12 +171,12 @@ func (markRedactor) RedactExchange(x *formats.Exchange) {
 
 func TestPipeline(t *testing.T) {
 	sink := &countSink{}
-	p := NewPipeline(sink, markRedactor{}, PipelineOptions{Sample: 0.5, Workers: 2})
+	p := New(sink, markRedactor{}, Options{Sample: 0.5, Pipeline: PipelineOptions{Workers: 2}})
 	kept := 0
 	for i := range 2000 {
-		key := fmt.Sprint("session-", i%200)
-		want := p.Want("POST", "h", "/", key)
-		if want != p.Want("POST", "h", "/", key) {
+		req := Request{Method: "POST", Host: "h", Path: "/", Header: http.Header{"X-Session-Id": {fmt.Sprint("session-", i%200)}}}
+		want := p.Want(req, ConnInfo{ID: int64(i)})
+		if want != p.Want(req, ConnInfo{ID: int64(i + 1)}) {
 			t.Fatal("sampling is not deterministic per key")
 		}
 		if want {

@@ -13,10 +13,32 @@
 //     synthetic text with the same rune count and script mix: Latin words
 //     become dictionary words of the same length, CJK stays CJK, digits stay
 //     digits, whitespace and punctuation stay in place.
-//   - The synthetic text is drawn block by block (about 16 tokens of text)
-//     from a keyed HMAC-SHA256 chain over the prompt text in document order,
-//     so two prompts that share their first k blocks share their first k
-//     synthetic blocks and their first k PrefixHashes, and nothing after.
+//   - Synthetic text is drawn word by word from a keyed state over all the
+//     text before it (scheme redact/2, see Scheme). The chain's input is
+//     every string in prompt scope (Policy.Prompt: messages, system, tools,
+//     …) in document order, kept or not, each framed by the key it sits
+//     under: 0x1E key 0x1F value. So roles, tool names and field order are
+//     in the state, as they are in what the engine's chat template renders;
+//     fields outside prompt scope (model, temperature, user, their order)
+//     are not. A word is a Latin letter run, a digit run, one Han, kana or
+//     Hangul character, or a Cyrillic, Greek or other letter run; it is
+//     replaced from the SipHash-1-3 digest of the chain's input up to and
+//     including it (the key is derived from the dataset key per domain:
+//     request, response, field). Two requests that agree on their first N
+//     words (a system prompt, a tool preamble, the earlier turns a chat
+//     client re-sends) agree on their first N synthetic words and differ
+//     from the first differing word on; the same word after different text
+//     becomes different words (no per-word mapping to count). Strings
+//     outside prompt scope are keyed by their own value (the same value
+//     gives the same text).
+//   - PrefixHashes are the chain's digest at the first word or field start
+//     after every Policy.BlockBytes (64, about 16 o200k tokens of English)
+//     of chain input, plus one at the end: two requests share a leading
+//     run of hashes exactly as far as they share whole blocks of prompt.
+//     The Fingerprint, stored in every file's reel.redaction metadata,
+//     names the scheme and the block size ("redact/2 prefix_block=64B …").
+//     Bytes of a scheme never change (testdata/golden); datasets written
+//     under redact/1 (64-byte HMAC blocks) still replay, with a note.
 //   - PII detectors (email, phone, card, IBAN, IP, SSN, CN resident ID, JWT,
 //     API keys, bearer tokens) replace what they find in verbatim fields,
 //     paths, queries and header values by deterministic, typed,

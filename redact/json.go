@@ -29,10 +29,13 @@ type edit struct {
 	expl       int // index into job.expl, or -1
 }
 
-// segment is a run of prompt text that the chain turns into synthetic text
-// for edits[edit]: a view of the input, or of doc for unescaped strings.
+// segment is a string in prompt scope, in document order: a view of the
+// input, or of doc for unescaped strings. The chain absorbs it under its
+// key and, unless edit is -1 (a kept value), turns it into synthetic text
+// for edits[edit].
 type segment struct {
 	text []byte
+	key  string
 	edit int
 }
 
@@ -49,9 +52,10 @@ type job struct {
 	scratch   []byte // decoded strings
 	edits     []edit
 	segs      []segment
-	chain     chain
-	hashes    []int64
-	allPrompt bool      // responses: every non-kept string is chained
+	domain    byte      // domainPrompt or domainResponse
+	chain     chain     // the document's chain (prompt scope)
+	field     chain     // scratch chain for a string keyed by its own value
+	allPrompt bool      // responses: every string is in prompt scope
 	topics    topicScan // keyword hits over the raw prompt (requests)
 	explain   bool
 	expl      []Explanation
@@ -63,6 +67,7 @@ type job struct {
 // fieldRule is how a string at one path is handled.
 type fieldRule struct {
 	keep, prompt bool
+	chained      bool   // in prompt scope: part of the chain's input, kept or not
 	rule         string // the matching rule, for explanations
 }
 
@@ -78,10 +83,11 @@ func (j *job) classify() fieldRule {
 		return fr
 	}
 	var fr fieldRule
+	promptRule, inPrompt := j.r.prompt.find(j.path)
 	if rule, ok := j.r.keep.find(j.path); ok {
-		fr = fieldRule{keep: true, rule: rule}
-	} else if rule, ok := j.r.prompt.find(j.path); ok {
-		fr = fieldRule{prompt: true, rule: rule}
+		fr = fieldRule{keep: true, chained: inPrompt, rule: rule}
+	} else if inPrompt {
+		fr = fieldRule{prompt: true, chained: true, rule: promptRule}
 	}
 	if j.rules == nil || len(j.rules) > 4096 {
 		j.rules = make(map[string]fieldRule)
@@ -93,9 +99,9 @@ func (j *job) classify() fieldRule {
 func (r *Redactor) getJob(domain byte) *job {
 	j := r.jobs.Get().(*job)
 	j.r = r
-	j.chain.reset(r.mac(), domain)
+	j.domain = domain
+	j.chain.reset(r.chainKey(domain), r.blockBytes, domain == domainPrompt)
 	j.allPrompt = domain == domainResponse
-	j.hashes = j.hashes[:0]
 	j.topics.reset(r.topics)
 	j.explain = false
 	j.expl = j.expl[:0]
@@ -103,8 +109,6 @@ func (r *Redactor) getJob(domain byte) *job {
 }
 
 func (r *Redactor) putJob(j *job) {
-	r.putMAC(j.chain.mac)
-	j.chain.mac = nil
 	j.in = nil
 	clear(j.segs) // do not keep the caller's body alive from the pool
 	j.segs = j.segs[:0]
@@ -138,36 +142,59 @@ func (j *job) redactJSON(out, in []byte) []byte {
 	}
 	if j.errPos >= 0 && j.errPos < len(in) {
 		j.edits = append(j.edits, edit{start: j.errPos, end: len(in), kind: editTail, expl: j.note("", "text", "not JSON from here: synthetic text", "", in[j.errPos:])})
-		j.segs = append(j.segs, segment{text: in[j.errPos:], edit: len(j.edits) - 1})
+		j.segs = append(j.segs, segment{text: in[j.errPos:], key: "", edit: len(j.edits) - 1})
 	}
 	if j.r.topics != nil && !j.allPrompt {
 		for _, s := range j.segs {
-			j.r.topics.scan(s.text, &j.topics)
+			if s.edit >= 0 { // kept values (roles, tool names) name no topic
+				j.r.topics.scan(s.text, &j.topics)
+			}
 		}
 	}
 	j.runChain()
 	return j.write(out)
 }
 
-// runChain cuts every prompt segment into blocks, chains them and
-// synthesizes each block from its hash.
+// runChain feeds every segment to the chain in document order and
+// synthesizes the ones that are not kept.
 func (j *job) runChain() {
 	for _, s := range j.segs {
-		text := s.text
-		start := len(j.synth)
-		for len(text) > 0 {
-			n := nextBlockEnd(text, j.r.blockBytes)
-			sum := j.chain.next(text[:n])
-			if j.chain.domain == domainPrompt {
-				j.hashes = append(j.hashes, blockHash(sum))
-			}
-			g := newRNG(sum)
-			j.synth = synthesize(j.synth, text[:n], &g)
-			text = text[n:]
+		j.chain.field(s.key)
+		if s.edit < 0 {
+			j.chain.absorb(s.text)
+			continue
 		}
+		start := len(j.synth)
+		j.synth = j.chain.synthesize(j.synth, s.text)
 		e := &j.edits[s.edit]
 		e.a, e.b = start, len(j.synth)
 	}
+}
+
+// lastKey returns the key a string sits under: the last key of its path,
+// "" at the root.
+func (j *job) lastKey() string {
+	if len(j.path) == 0 {
+		return ""
+	}
+	return j.path[len(j.path)-1]
+}
+
+// chainKept adds a kept string in prompt scope to the chain's input (as
+// the raw value: what production's engine saw).
+func (j *job) chainKept(raw []byte, esc bool) bool {
+	text := raw
+	if esc {
+		a := len(j.doc)
+		var ok bool
+		if j.doc, ok = appendDecoded(j.doc, raw); !ok {
+			j.doc = j.doc[:a]
+			return false
+		}
+		text = j.doc[a:]
+	}
+	j.segs = append(j.segs, segment{text: text, key: j.lastKey(), edit: -1})
+	return true
 }
 
 // write assembles the output: input bytes between edits, edits in place.
@@ -432,6 +459,10 @@ func (j *job) stringValue() bool {
 			j.pos = s
 			return j.fail(s)
 		}
+		if (fr.chained || j.allPrompt) && !j.chainKept(raw, esc) {
+			j.pos = s
+			return j.fail(s)
+		}
 		if needsScan(val) {
 			if repl, changed := j.r.detect(string(val)); changed {
 				a := len(j.text)
@@ -464,7 +495,7 @@ func (j *job) stringValue() bool {
 			why = "response text: chained synthetic text"
 		}
 		j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, expl: j.note("", "synthetic", why, rule, text)})
-		j.segs = append(j.segs, segment{text: text, edit: len(j.edits) - 1})
+		j.segs = append(j.segs, segment{text: text, key: j.lastKey(), edit: len(j.edits) - 1})
 		return true
 	}
 	val, ok := j.decode(raw, esc)
@@ -475,9 +506,8 @@ func (j *job) stringValue() bool {
 	if j.r.topics != nil && !j.allPrompt {
 		j.r.topics.scan(val, &j.topics)
 	}
-	g := j.r.seed(domainField, unsafeString(val))
 	a := len(j.synth)
-	j.synth = synthesize(j.synth, val, &g)
+	j.synth = j.r.synthesizeField(&j.field, j.synth, val)
 	j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, a: a, b: len(j.synth), expl: j.note("", "synthetic", "not allow-listed: synthetic text keyed by the field's value", "", val)})
 	return true
 }

@@ -28,8 +28,12 @@ const (
 	QuerySynthetic = "synthetic" // synthetic text for every value not in QueryKeep
 )
 
-// DefaultBlockBytes is the default prefix block: about 16 BPE tokens of
-// English text, vLLM's KV-cache block.
+// DefaultBlockBytes is the default prefix block of PrefixHashes: about 16
+// o200k tokens of English text, vLLM's KV-cache block. Blocks are counted in
+// bytes, not tokens: redaction must not depend on one engine's tokenizer
+// (nor pay for running one), and synthetic text no longer depends on
+// blocks at all, so the block size only sets the resolution of the SQL
+// column.
 const DefaultBlockBytes = 64
 
 // Policy says what redaction keeps. Field paths are dot-separated object
@@ -66,8 +70,9 @@ type Policy struct {
 	// Binary is what happens to binary bodies: BinaryFiller (default) or
 	// BinaryDrop.
 	Binary string `json:"binary" yaml:"binary"`
-	// BlockBytes is the target size of a prefix block in bytes of text;
-	// blocks end at the first word boundary after it. Default
+	// BlockBytes is the target size of a PrefixHashes block in bytes of
+	// chain input; blocks end at the first word or field start after it.
+	// It changes only PrefixHashes, never the synthetic text. Default
 	// DefaultBlockBytes.
 	BlockBytes int `json:"block_bytes" yaml:"block_bytes"`
 	// Topics label an exchange from keywords in its raw prompt text; the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -72,6 +73,8 @@ type Redactor struct {
 	queryKeep    map[string]bool
 	topics       *topicIndex // nil without topic rules
 	blockBytes   int
+	// Chain keys, one per domain, derived from key (see chainKey).
+	promptKey, responseKey, fieldKey sipKey
 
 	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
 	jobs sync.Pool // *job
@@ -114,13 +117,19 @@ func New(p *Policy, key []byte) (*Redactor, error) {
 	mac.Write([]byte{domainKeyID})
 	r.keyID = hex.EncodeToString(mac.Sum(nil)[:6])
 	r.putMAC(mac)
-	r.fingerprint = "redact/1 policy=" + r.policy.fingerprint() + " key=" + r.keyID
+	r.promptKey = r.deriveSipKey(domainPrompt)
+	r.responseKey = r.deriveSipKey(domainResponse)
+	r.fieldKey = r.deriveSipKey(domainField)
+	r.fingerprint = fmt.Sprintf("%s prefix_block=%dB policy=%s key=%s", Scheme, r.blockBytes, r.policy.fingerprint(), r.keyID)
 	return r, nil
 }
 
-// Fingerprint identifies the policy and key (by a keyed digest, never the
-// key itself); writers store it in every file's metadata. Two datasets with
-// the same fingerprint have matching tokens and prefix hashes.
+// Fingerprint identifies the scheme, the prefix block size, the policy and
+// the key (by a keyed digest, never the key itself), as in
+// "redact/2 prefix_block=64B policy=7ffd9dffbfaa key=42653c60af43";
+// writers store it in every file's metadata (reel.redaction). Two datasets
+// with the same fingerprint have matching synthetic text, tokens and prefix
+// hashes. SchemeOf reads the scheme back.
 func (r *Redactor) Fingerprint() string { return r.fingerprint }
 
 // KeyID is a short keyed digest naming the key without revealing it.
@@ -139,6 +148,47 @@ func (r *Redactor) mac() hash.Hash {
 }
 
 func (r *Redactor) putMAC(m hash.Hash) { r.macs.Put(m) }
+
+// deriveSipKey derives the chain key of a domain: the first 16 bytes of
+// HMAC-SHA256(key, "chain/2" || domain). The dataset key itself never
+// meets SipHash.
+func (r *Redactor) deriveSipKey(domain byte) sipKey {
+	m := r.mac()
+	m.Write([]byte("chain/2"))
+	m.Write([]byte{domain})
+	sum := m.Sum(nil)
+	r.putMAC(m)
+	return sipKey{k0: binary.LittleEndian.Uint64(sum[:8]), k1: binary.LittleEndian.Uint64(sum[8:16])}
+}
+
+// chainKey is the chain key of a document domain.
+func (r *Redactor) chainKey(domain byte) sipKey {
+	if domain == domainResponse {
+		return r.responseKey
+	}
+	return r.promptKey
+}
+
+// synthesizeField appends synthetic text for a string keyed by its own
+// value (a field outside prompt scope): a chain of its own, so the same
+// value always gives the same text, unrelated to any other value's.
+func (r *Redactor) synthesizeField(c *chain, dst, val []byte) []byte {
+	c.reset(r.fieldKey, r.blockBytes, false)
+	return c.synthesize(dst, val)
+}
+
+// SchemeOf returns the synthesis scheme a Fingerprint names ("redact/1",
+// "redact/2"), "raw" for an unredacted dataset, or "" when fp names none.
+func SchemeOf(fp string) string {
+	if fp == "raw" {
+		return fp
+	}
+	name, _, _ := strings.Cut(fp, " ")
+	if strings.HasPrefix(name, "redact/") {
+		return name
+	}
+	return ""
+}
 
 // seed returns a generator keyed by (domain, parts...): deterministic per
 // value, unrelated across keys.
@@ -162,8 +212,8 @@ func (r *Redactor) seed(domain byte, parts ...string) rng {
 // SynthesizeString returns synthetic text for s keyed by its own value:
 // same rune count and script classes, deterministic per key.
 func (r *Redactor) SynthesizeString(s string) string {
-	g := r.seed(domainField, s)
-	return string(synthesize(make([]byte, 0, len(s)), []byte(s), &g))
+	var c chain
+	return string(r.synthesizeField(&c, make([]byte, 0, len(s)), []byte(s)))
 }
 
 func clonePolicy(p *Policy) Policy {
@@ -201,6 +251,30 @@ func set(list []string, fold bool) map[string]bool {
 }
 
 // redactedMarker is what replaces a dropped header value or field.
-func redactedMarker(v string) string {
-	return fmt.Sprintf("<redacted len=%d>", len(v))
+func redactedMarker(v string) string { return CredentialMarker(len(v)) }
+
+// CredentialMarker is what a credential header's value is recorded as:
+// its presence and length, never its content. The recorder writes it for
+// Authorization and Cookie even without redaction (--raw), so a raw
+// dataset never holds them either.
+func CredentialMarker(n int) string { return fmt.Sprintf("<redacted len=%d>", n) }
+
+// isMarker reports whether v is already a CredentialMarker (a raw dataset
+// being redacted again), which keeps its original length.
+func isMarker(v string) bool {
+	return strings.HasPrefix(v, "<redacted len=") && strings.HasSuffix(v, ">") &&
+		strings.Trim(v[len("<redacted len="):len(v)-1], "0123456789") == ""
+}
+
+// SchemeNote says what replaying a dataset redacted under scheme means for
+// its fidelity, or "" when there is nothing to say (the current scheme,
+// raw, or unknown).
+func SchemeNote(scheme string) string {
+	switch scheme {
+	case "redact/1":
+		return "redacted under redact/1 (64-byte HMAC blocks): a shared prompt prefix survives only to the last whole block " +
+			"before it diverges, so the shadow's prefix-cache reuse can read below production's; it replays as recorded. " +
+			"Redact a raw recording again (reel redact) for " + Scheme + ", which keeps shared prefixes to the word"
+	}
+	return ""
 }

@@ -2,16 +2,30 @@ package redact
 
 import (
 	"encoding/binary"
-	"hash"
+	"math/bits"
 	"unicode"
 	"unicode/utf8"
 )
 
-// rng is a small deterministic generator (splitmix64) seeded from a keyed
-// block hash. Its output must never change between releases: datasets
-// redacted by different versions must still share prefixes.
+// Scheme names the synthesis scheme: how synthetic text and prefix hashes
+// are drawn from the key and the text. It leads every Fingerprint, so the
+// reel.redaction metadata of a file says which scheme wrote it. Bytes of
+// a scheme never change (TestGoldenSynthesis); a new way of drawing them is
+// a new scheme.
+//
+//   - redact/1 (up to reel 0.x): an HMAC-SHA256 chain over blocks of at
+//     least 64 bytes of prompt text; a shared prefix survived only to the
+//     last whole block before the first difference.
+//   - redact/2: a SipHash-1-3 state over everything up to each word; a
+//     shared prefix survives to the word.
+const Scheme = "redact/2"
+
+// rng is a small deterministic generator (splitmix64). Its output must never
+// change between releases: datasets redacted by different versions must
+// still share prefixes and tokens.
 type rng struct{ s uint64 }
 
+// newRNG seeds a generator from a 16-byte keyed digest.
 func newRNG(seed []byte) rng {
 	return rng{s: binary.LittleEndian.Uint64(seed[:8]) ^ binary.LittleEndian.Uint64(seed[8:16])}
 }
@@ -27,7 +41,7 @@ func (g *rng) next() uint64 {
 // intn returns a value in [0, n) for 0 < n < 2^32.
 func (g *rng) intn(n int) int { return int((g.next() >> 32) * uint64(n) >> 32) }
 
-// Domain bytes keep the chains of different uses apart.
+// Domain bytes keep the keys and seeds of different uses apart.
 const (
 	domainPrompt   = 'p' // request prompt chain (PrefixHashes)
 	domainResponse = 'r' // response chain
@@ -37,142 +51,385 @@ const (
 	domainKeyID    = 'k' // key fingerprint
 )
 
-// chain is the keyed hash chain over a document's text: block i's hash is
-// HMAC(key, domain || hash(i-1) || block i). Two documents that share their
-// first k blocks share their first k hashes and nothing after.
-type chain struct {
-	mac    hash.Hash
-	domain byte
-	prev   [32]byte
-	n      int // blocks so far
-	sum    [32]byte
-	hdr    [33]byte // domain || previous hash; a field so it does not escape per call
+// sipKey is a 128-bit SipHash key.
+type sipKey struct{ k0, k1 uint64 }
+
+// sipState is SipHash-1-3 (Aumasson and Bernstein's SipHash with one
+// compression and three finalization rounds, the keyed hash of CPython and
+// Rust's standard library) written as a stream: bytes go in with write,
+// and sum finalizes a copy, so the digest of every prefix of the stream
+// costs one finalization, not a pass over the prefix. A digest per word is
+// what the chain needs: SipHash is a PRF made for short inputs, and per
+// word it costs about a seventh of HMAC-SHA256 and half of an AES-CBC-MAC,
+// and 1-3 a further fifth less than 2-4 (docs/performance.md).
+type sipState struct {
+	v0, v1, v2, v3 uint64
+	tail           uint64 // the last len%8 bytes, little-endian
+	n              uint64 // bytes written
 }
 
-func (c *chain) reset(mac hash.Hash, domain byte) {
-	c.mac, c.domain, c.n = mac, domain, 0
-	c.prev = [32]byte{}
+func (s *sipState) init(k sipKey) {
+	s.v0 = k.k0 ^ 0x736f6d6570736575
+	s.v1 = k.k1 ^ 0x646f72616e646f6d
+	s.v2 = k.k0 ^ 0x6c7967656e657261
+	s.v3 = k.k1 ^ 0x7465646279746573
+	s.tail, s.n = 0, 0
 }
 
-// next chains one block and returns its hash.
-func (c *chain) next(block []byte) []byte {
-	c.mac.Reset()
-	c.hdr[0] = c.domain
-	copy(c.hdr[1:], c.prev[:])
-	if c.n == 0 {
-		c.mac.Write(c.hdr[:1])
-	} else {
-		c.mac.Write(c.hdr[:])
-	}
-	c.mac.Write(block)
-	c.mac.Sum(c.sum[:0])
-	c.prev = c.sum
-	c.n++
-	return c.sum[:]
+func sipRound(v0, v1, v2, v3 uint64) (uint64, uint64, uint64, uint64) {
+	v0 += v1
+	v1 = bits.RotateLeft64(v1, 13)
+	v1 ^= v0
+	v0 = bits.RotateLeft64(v0, 32)
+	v2 += v3
+	v3 = bits.RotateLeft64(v3, 16)
+	v3 ^= v2
+	v0 += v3
+	v3 = bits.RotateLeft64(v3, 21)
+	v3 ^= v0
+	v2 += v1
+	v1 = bits.RotateLeft64(v1, 17)
+	v1 ^= v2
+	v2 = bits.RotateLeft64(v2, 32)
+	return v0, v1, v2, v3
 }
 
-// blockHash reduces a block hash to the int64 stored in PrefixHashes.
-func blockHash(sum []byte) int64 { return int64(binary.BigEndian.Uint64(sum[:8])) }
+func (s *sipState) compress(m uint64) {
+	v0, v1, v2, v3 := s.v0, s.v1, s.v2, s.v3^m
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	s.v0, s.v1, s.v2, s.v3 = v0^m, v1, v2, v3
+}
 
-// nextBlockEnd returns the end of the block of text that starts at src[0]:
-// the first word start (after whitespace, or before a CJK character) at or
-// after target bytes; past 2×target any non-alphanumeric byte will do; a
-// rune boundary at 4×target at the latest; or len(src).
-func nextBlockEnd(src []byte, target int) int {
-	if len(src) <= target {
-		return len(src)
-	}
-	limit := min(len(src), 4*target)
-	for i := target; i < limit; i++ {
-		c := src[i]
-		switch {
-		case c >= 0xE0: // CJK and other wide scripts: every character starts a word
-			return i
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-		case src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n' || src[i-1] == '\r':
-			return i
-		case i >= 2*target && c < 0x80 && !isASCIIAlnum(c):
-			return i
+func (s *sipState) write(p []byte) {
+	fill := uint(s.n & 7)
+	s.n += uint64(len(p))
+	if fill != 0 {
+		need := 8 - fill
+		if uint(len(p)) < need {
+			s.tail |= load64(p) << (8 * fill)
+			return
 		}
+		s.compress(s.tail | load64(p[:need])<<(8*fill))
+		p = p[need:]
 	}
-	if limit == len(src) {
-		return limit
+	for len(p) >= 8 {
+		s.compress(binary.LittleEndian.Uint64(p))
+		p = p[8:]
 	}
-	i := limit
-	for i > limit-utf8.UTFMax && i > 0 && !utf8.RuneStart(src[i]) {
-		i--
-	}
-	if i == 0 || !utf8.RuneStart(src[i]) {
-		return limit // invalid UTF-8: any cut will do, but never an empty block
-	}
-	return i
+	s.tail = load64(p)
 }
 
-func isASCIIAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+// load64 reads up to 8 bytes as a little-endian number, with two
+// overlapping loads instead of a loop over the bytes.
+func load64(p []byte) uint64 {
+	n := len(p)
+	switch {
+	case n >= 8:
+		return binary.LittleEndian.Uint64(p)
+	case n >= 4:
+		lo := uint64(binary.LittleEndian.Uint32(p))
+		hi := uint64(binary.LittleEndian.Uint32(p[n-4:]))
+		return lo | hi<<(8*(n-4))
+	case n > 0:
+		return uint64(p[0]) | uint64(p[n/2])<<(8*(n/2)) | uint64(p[n-1])<<(8*(n-1))
+	}
+	return 0
 }
 
-// synthesize appends synthetic text for src to dst, drawing every choice
-// from g: the same number of runes, each keeping its script class. Latin
-// letter runs become dictionary words of the same length with the same
-// upper-case positions; digits become random digits; Han, kana, Hangul,
-// Cyrillic and Greek letters become common letters of their script;
-// whitespace, punctuation, symbols and marks stay. Invalid UTF-8 becomes
-// U+FFFD, one rune per bad byte.
-func synthesize(dst, src []byte, g *rng) []byte {
+func (s *sipState) writeByte(c byte) {
+	fill := s.n & 7
+	s.tail |= uint64(c) << (8 * fill)
+	s.n++
+	if fill == 7 {
+		s.compress(s.tail)
+		s.tail = 0
+	}
+}
+
+// sum returns the SipHash-1-3 digest of everything written so far, leaving
+// the state as it is.
+func (s *sipState) sum() uint64 {
+	b := s.n<<56 | s.tail
+	v0, v1, v2, v3 := s.v0, s.v1, s.v2, s.v3^b
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	v0 ^= b
+	v2 ^= 0xff
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	return v0 ^ v1 ^ v2 ^ v3
+}
+
+// Bytes that frame a field in the chain's input: fieldStart, the field's
+// key, fieldValue, then the value's text.
+const (
+	fieldStart = 0x1E // ASCII record separator
+	fieldValue = 0x1F // ASCII unit separator
+)
+
+// chain is the keyed state over a document's text in order: every string
+// in prompt scope, kept or synthesized, framed by its key (see field). A
+// word's synthetic replacement is drawn from the digest of everything up to
+// and including the word, so two documents that agree on their first N
+// words agree on their first N synthetic words and differ from the first
+// differing word on. A digest taken at the first word or field start after
+// every blockBytes of input, and one at the end, are the prefix hashes
+// (PrefixHashes).
+type chain struct {
+	st         sipState
+	blockBytes int
+	sinceCut   int  // input bytes since the last prefix hash
+	record     bool // keep prefix hashes (the request prompt chain)
+	hashes     []int64
+}
+
+// reset starts an empty chain under key.
+func (c *chain) reset(k sipKey, blockBytes int, record bool) {
+	c.st.init(k)
+	c.blockBytes, c.record = blockBytes, record
+	c.sinceCut = 0
+	c.hashes = c.hashes[:0]
+}
+
+// absorb adds bytes to the state.
+func (c *chain) absorb(p []byte) {
+	c.st.write(p)
+	c.sinceCut += len(p)
+}
+
+// boundary marks a place where a prefix hash may be taken: a word or field
+// start. pending is how many input bytes before it are not absorbed yet.
+func (c *chain) boundary(pending int) bool {
+	return c.record && c.sinceCut+pending >= c.blockBytes
+}
+
+// cut takes a prefix hash of everything absorbed.
+func (c *chain) cut() {
+	c.hashes = append(c.hashes, int64(c.st.sum()))
+	c.sinceCut = 0
+}
+
+// finish takes the hash of the last, partial block, as Mooncake's hash_ids
+// do: every prompt has at least one prefix hash, and n blocks' worth of text
+// has ceil(n) of them.
+func (c *chain) finish() {
+	if c.record && c.sinceCut > 0 {
+		c.cut()
+	}
+}
+
+// field frames the next value: the key it sits under (the last key on its
+// path; "" for text that has none) goes into the state, so a role, a tool
+// name or a field order the engine sees is in what later words depend on.
+func (c *chain) field(key string) {
+	if c.boundary(0) {
+		c.cut()
+	}
+	c.st.writeByte(fieldStart)
+	for i := 0; i < len(key); i++ {
+		c.st.writeByte(key[i])
+	}
+	c.st.writeByte(fieldValue)
+	c.sinceCut += len(key) + 2
+}
+
+// synthesizer turns one value's text into synthetic text, absorbing the
+// text into the chain as it goes: src[:done] is in the state.
+type synthesizer struct {
+	c    *chain
+	src  []byte
+	done int
+}
+
+// wordStart is called before the word at src[i:]: the place for a prefix
+// hash once a block's worth of input has gone by.
+func (s *synthesizer) wordStart(i int) {
+	if s.c.record && s.c.sinceCut+i-s.done >= s.c.blockBytes {
+		s.cutAt(i)
+	}
+}
+
+func (s *synthesizer) cutAt(i int) {
+	s.c.absorb(s.src[s.done:i])
+	s.done = i
+	s.c.cut()
+}
+
+// draw absorbs the text up to end (the end of a word) and returns a
+// generator seeded with the digest of everything so far.
+func (s *synthesizer) draw(end int) rng {
+	s.c.st.write(s.src[s.done:end])
+	s.c.sinceCut += end - s.done
+	s.done = end
+	return rng{s: s.c.st.sum()}
+}
+
+// synthesize appends synthetic text for src to dst: the same number of
+// runes, each keeping its script class, every choice drawn from the chain
+// (see chain). Latin letter runs become dictionary words of the same length
+// with the same upper-case positions; digit runs become random digits; Han,
+// kana and Hangul characters (each a word of its own) become common
+// characters of their script; Cyrillic, Greek and other letter runs become
+// letters of their script; whitespace, punctuation, symbols and marks stay.
+// Invalid UTF-8 becomes U+FFFD, one rune per bad byte.
+func (c *chain) synthesize(dst, src []byte) []byte {
+	s := synthesizer{c: c, src: src}
+	han := hanPair{}
 	for i := 0; i < len(src); {
-		c := src[i]
-		if c < 0x80 {
+		b := src[i]
+		if b < 0x80 {
 			switch {
-			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
+				s.wordStart(i)
 				j, n, upper := latinRun(src, i)
-				dst = appendWord(dst, n, upper, g)
+				g := s.draw(j)
+				dst = appendWord(dst, n, upper, &g)
 				i = j
-			case c >= '0' && c <= '9':
-				dst = append(dst, byte('0'+g.intn(10)))
-				i++
+			case b >= '0' && b <= '9':
+				s.wordStart(i)
+				j := skipDigits(src, i)
+				g := s.draw(j)
+				for ; i < j; i++ {
+					dst = append(dst, byte('0'+g.intn(10)))
+				}
 			default:
-				dst = append(dst, c)
+				dst = append(dst, b)
 				i++
 			}
+			han.open = false
 			continue
 		}
 		r, size := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && size <= 1 {
 			dst = append(dst, "\uFFFD"...)
 			i++
+			han.open = false
 			continue
 		}
-		switch classify(r) {
+		class := classify(r)
+		if class != classHan {
+			han.open = false
+		}
+		switch class {
 		case classLatin:
+			s.wordStart(i)
 			j, n, upper := latinRun(src, i)
-			dst = appendWord(dst, n, upper, g)
+			g := s.draw(j)
+			dst = appendWord(dst, n, upper, &g)
 			i = j
 			continue
-		case classDigit:
-			dst = append(dst, byte('0'+g.intn(10)))
 		case classHan:
-			dst, i = appendHanRun(dst, src, i, g)
+			s.wordStart(i)
+			g := s.draw(i + size)
+			dst = han.next(dst, r, &g)
+		case classHiragana, classKatakana, classHangul, classDigit:
+			s.wordStart(i)
+			g := s.draw(i + size)
+			dst = utf8.AppendRune(dst, letterOf(class, r, &g))
+		case classCyrillic, classGreek, classLetter:
+			s.wordStart(i)
+			j := runOf(src, i, class)
+			g := s.draw(j)
+			for i < j {
+				r, size := utf8.DecodeRune(src[i:])
+				dst = utf8.AppendRune(dst, letterOf(class, r, &g))
+				i += size
+			}
 			continue
-		case classHiragana:
-			dst = utf8.AppendRune(dst, rune(0x3042+2*g.intn(20))) // あいうえお… (vowel/k/s/… rows)
-		case classKatakana:
-			dst = utf8.AppendRune(dst, rune(0x30A2+2*g.intn(20)))
-		case classHangul:
-			dst = utf8.AppendRune(dst, hangulRunes[g.intn(len(hangulRunes))])
-		case classCyrillic:
-			dst = utf8.AppendRune(dst, caseOf(r, rune(0x0430+g.intn(32))))
-		case classGreek:
-			dst = utf8.AppendRune(dst, caseOf(r, rune(0x03B1+g.intn(17))))
-		case classLetter:
-			dst = utf8.AppendRune(dst, otherLetter(r, g))
 		default:
 			dst = append(dst, src[i:i+size]...)
 		}
 		i += size
 	}
+	c.absorb(src[s.done:])
 	return dst
 }
+
+// runOf returns the end of the run of class-class letters at src[i:].
+func runOf(src []byte, i int, class scriptClass) int {
+	for i < len(src) {
+		r, size := utf8.DecodeRune(src[i:])
+		if classify(r) != class {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+// letterOf draws a replacement for one letter or digit of a script that is
+// replaced character by character.
+func letterOf(class scriptClass, r rune, g *rng) rune {
+	switch class {
+	case classDigit:
+		return rune('0' + g.intn(10))
+	case classHiragana:
+		return rune(0x3042 + 2*g.intn(20)) // あいうえお… (vowel/k/s/… rows)
+	case classKatakana:
+		return rune(0x30A2 + 2*g.intn(20))
+	case classHangul:
+		return hangulRunes[g.intn(len(hangulRunes))]
+	case classCyrillic:
+		return caseOf(r, rune(0x0430+g.intn(32)))
+	case classGreek:
+		return caseOf(r, rune(0x03B1+g.intn(17)))
+	}
+	return otherLetter(r, g)
+}
+
+// hanPair carries a two-character word across the characters of a Han run.
+// A common character becomes a common one, or opens a common two-character
+// word whose second character replaces the next character if that one is
+// common too; any other character becomes a rarer one, keeping the run's
+// token cost. Each character is still its own word of the chain: the
+// second character is drawn among the words that start with the first, from
+// the digest that includes it.
+type hanPair struct {
+	open    bool
+	seconds []rune // second characters of the words that start like the open one
+}
+
+func (h *hanPair) next(dst []byte, r rune, g *rng) []byte {
+	if !commonSet.has(r) {
+		h.open = false
+		return utf8.AppendRune(dst, rareRunes[g.intn(len(rareRunes))])
+	}
+	if h.open {
+		h.open = false
+		return utf8.AppendRune(dst, h.seconds[g.intn(len(h.seconds))])
+	}
+	if g.intn(100) < hanWordPercent {
+		w := &hanPairWords[g.intn(len(hanPairWords))]
+		h.open, h.seconds = true, w.seconds
+		return utf8.AppendRune(dst, w.first)
+	}
+	return utf8.AppendRune(dst, hanRunes[g.intn(len(hanRunes))])
+}
+
+// hanPairWord is a two-character word of hanWordList: its first character
+// and the second characters of every word that starts with it.
+type hanPairWord struct {
+	first   rune
+	seconds []rune
+}
+
+// hanPairWords holds one entry per two-character word, so a word is drawn
+// uniformly.
+var hanPairWords = func() []hanPairWord {
+	seconds := make(map[rune][]rune)
+	var firsts []rune
+	for _, w := range hanWordList {
+		if rs := []rune(w); len(rs) == 2 {
+			firsts = append(firsts, rs[0])
+			seconds[rs[0]] = append(seconds[rs[0]], rs[1])
+		}
+	}
+	out := make([]hanPairWord, len(firsts))
+	for i, f := range firsts {
+		out[i] = hanPairWord{first: f, seconds: seconds[f]}
+	}
+	return out
+}()
 
 // latinRun scans the run of Latin letters at src[i:], returning its end,
 // its length in runes and a bit mask of its upper-case positions (first 64).
@@ -207,40 +464,6 @@ func latinRun(src []byte, i int) (end, n int, upper uint64) {
 		n++
 	}
 	return i, n, upper
-}
-
-// appendHanRun appends synthetic text for the run of Han characters at
-// src[i:] and returns the run's end. A common character becomes a common
-// one or, with its common neighbour, a common two-character word; any other
-// character becomes a rarer one, keeping the run's token cost.
-func appendHanRun(dst, src []byte, i int, g *rng) ([]byte, int) {
-	pendingCommon := 0 // common characters seen but not yet written
-	flush := func() {
-		for pendingCommon > 0 {
-			if pendingCommon >= 2 && g.intn(100) < hanWordPercent {
-				dst = append(dst, hanWordList[g.intn(len(hanWordList))]...)
-				pendingCommon -= 2
-				continue
-			}
-			dst = utf8.AppendRune(dst, hanRunes[g.intn(len(hanRunes))])
-			pendingCommon--
-		}
-	}
-	for i < len(src) && src[i] >= 0xE0 {
-		r, size := utf8.DecodeRune(src[i:])
-		if classify(r) != classHan {
-			break
-		}
-		if commonSet.has(r) {
-			pendingCommon++
-		} else {
-			flush()
-			dst = utf8.AppendRune(dst, rareRunes[g.intn(len(rareRunes))])
-		}
-		i += size
-	}
-	flush()
-	return dst, i
 }
 
 // appendWord appends n letters of dictionary words, upper-cased where the
@@ -289,15 +512,21 @@ func caseOf(orig, r rune) rune {
 	return r
 }
 
-// otherLetter picks a letter near r in its Unicode block (same script in
-// practice), or 'x' when a few tries find none.
+// otherLetter picks a letter of r's 128-rune Unicode block (its script, in
+// practice): the first letter from a random point on, so it always finds
+// one (r itself at worst).
 func otherLetter(r rune, g *rng) rune {
 	base := r &^ 0x7F
-	for range 6 {
-		c := base + rune(g.intn(0x80))
+	start := g.intn(0x80)
+	for k := range 0x80 {
+		c := base + rune((start+k)&0x7F)
 		if unicode.IsLetter(c) && classify(c) == classLetter {
 			return c
 		}
 	}
-	return 'x'
+	return r
+}
+
+func isASCIIAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -83,7 +83,7 @@ func main() {
 	flag.DurationVar(&uo.gap, "gap", 10*time.Millisecond, "realistic upstream: gap between /gen token chunks")
 	phases := flag.String("phases", "latency,capacity,cpu,memory", "phases to run, comma-separated")
 	kinds := flag.String("kinds", "json,sse,sse-gen", "latency phase: request kinds, comma-separated")
-	rowGroup := flag.Int64("row-group-bytes", 8<<20, "proxy mode: writer row-group bound, as reel record sets it")
+	rowGroup := flag.Int64("row-group-bytes", recorder.DefaultRowGroupBytes, "proxy mode: writer row-group bound (default: reel record's)")
 	memLimit := flag.Int64("memory-limit", 100<<20, "proxy: Go soft memory limit, as reel record sets it (0: none)")
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
 	compare := flag.String("compare", "", "compare phase: another build of this benchmark whose proxy runs beside this one's")
@@ -168,17 +168,17 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: out, Recorder: "bench", RedactionFingerprint: red.Fingerprint(), RowGroupBytes: rowGroup})
-	if err != nil {
-		log.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector()) // allocations and GC cycles per phase
 	m := recorder.NewMetrics(reg)
-	pipe := recorder.NewPipeline(w, red, recorder.PipelineOptions{Metrics: m})
+	rec, _, err := recorder.OpenDataset(context.Background(), formats.WriterOptions{Dir: out, Recorder: "bench", RowGroupBytes: rowGroup},
+		red, recorder.Options{Pipeline: recorder.PipelineOptions{Metrics: m}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	opts := proxy.Options{Upstream: u, Metrics: m}
 	if record {
-		opts.Assembler, opts.Pipeline = recorder.NewAssembler(recorder.Config{Recorder: "bench"}), pipe
+		opts.Recorder = rec
 	}
 	p, err := proxy.New(opts)
 	if err != nil {
@@ -217,7 +217,7 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
-	pipe.Close(sctx)
+	rec.Close(sctx)
 }
 
 // runtimeHists are the proxy's runtime histograms the latency phase reads:

@@ -35,6 +35,8 @@ var commands = map[string]command{
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
 	"compact": {"merge each hour's small files into large time-sorted ones, crash-safe and idempotent", runCompact},
+	"import":  {"turn a trace (Mooncake, Azure, BurstGPT, CSV/JSONL) into a dataset with synthesized prompts", runImport},
+	"export":  {"write a recording as Mooncake, AIPerf or vLLM trace JSONL", runExport},
 }
 
 // exitError carries a specific exit code (compare --fail-on uses 1 for a

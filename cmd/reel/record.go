@@ -75,7 +75,7 @@ type recordFlags struct {
 	upstreamTimeout, drainTimeout  time.Duration
 	rotateSize, maxBody, queueSize string
 	rotateAge, syncEvery           time.Duration
-	policy, keyFile                string
+	redactor                       redactorFlags // --policy, --redact-key-file (redactor.go)
 	raw                            bool
 	contextHeaders                 []string
 	sessionHeader                  string
@@ -88,14 +88,16 @@ type recordFlags struct {
 	scrape                         scrapeFlags // --scrape (scrape.go)
 }
 
-// recordEnv is what every source shares: the assembly, the pipeline and the
-// metrics registry.
+// recordEnv is what every source shares: the recorder and the metrics
+// registry.
 type recordEnv struct {
-	asm    *recorder.Assembler
-	pipe   *recorder.Pipeline
+	rec    *recorder.Recorder
 	reg    *prometheus.Registry
 	stderr io.Writer
 	drain  time.Duration
+	// drainCtx ends when a second signal cuts the shutdown short; each
+	// drain step adds its --drain-timeout to it.
+	drainCtx context.Context
 }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -113,8 +115,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.rotateSize, "rotate-size", "128MiB", "close a file after this many bytes")
 	fs.DurationVar(&f.rotateAge, "rotate-age", 10*time.Minute, "close a file after this long")
 	fs.DurationVar(&f.syncEvery, "sync-every", time.Second, "fsync the write-ahead spool this often (what kill -9 can lose)")
-	fs.StringVar(&f.policy, "policy", "", "redaction policy file (default: the built-in policy)")
-	fs.StringVar(&f.keyFile, "redact-key-file", "", "file holding the dataset's redaction key (else $REEL_REDACT_KEY, else a random key)")
+	f.redactor.register(fs)
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
 	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
 	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
@@ -151,7 +152,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case f.upstream != "" && source != nil:
 		return &usageError{msg: "give one source: --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	case f.upstream != "":
-		source, sourceName = recordProxy, "proxy:"+f.upstream
+		source, sourceName = recordProxy, "proxy:"+redact.CleanURL(f.upstream)
 	case source == nil:
 		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	}
@@ -177,7 +178,10 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		debug.SetMemoryLimit(memLimit)
 	}
 
-	env, closeEnv, err := openRecordEnv(ctx, &f, sourceName, stderr)
+	// Imports read files: they wait for room in the queue instead of
+	// dropping (Options.Wait); live sources are fail-open.
+	offline := len(f.capture.pcaps) > 0 || len(f.capture.accessLogs) > 0
+	env, closeEnv, err := openRecordEnv(ctx, &f, sourceName, offline, stderr)
 	if err != nil {
 		return err
 	}
@@ -200,29 +204,56 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}()
 	}
 
-	// A second SIGINT/SIGTERM during the drain exits at once; the spool
-	// keeps what was not written and the next start recovers it.
-	go func() {
-		<-ctx.Done()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		s := <-sig
-		fmt.Fprintf(stderr, "reel record: second %v, exiting now; the spool keeps unwritten records\n", s)
-		os.Exit(1)
-	}()
+	// The drain ends at --drain-timeout, or at once on a second
+	// SIGINT/SIGTERM: the spool keeps what was not written and the next
+	// start recovers it.
+	drainCtx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopSecond := cancelOnSecondSignal(ctx, cancel)
+	defer stopSecond()
+	env.drainCtx = drainCtx
 
 	srcErr := source(ctx, env, &f)
-	drainCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
-	defer cancel()
-	if err := closeEnv(drainCtx); err != nil {
+	closeCtx, cancelClose := context.WithTimeout(drainCtx, f.drainTimeout)
+	defer cancelClose()
+	if err := closeEnv(closeCtx); err != nil {
+		if cause := context.Cause(drainCtx); cause != nil {
+			err = cause
+		}
 		return errors.Join(srcErr, err)
 	}
 	return srcErr
 }
 
-// openRecordEnv opens the redactor, the dataset writer, the pipeline and
-// the metrics registry; closeEnv drains and closes them.
-func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stderr io.Writer) (*recordEnv, func(context.Context) error, error) {
+// errSecondSignal ends a drain cut short by a second signal.
+var errSecondSignal = errors.New("second signal: stopped draining; the spool keeps unwritten records for the next start")
+
+// cancelOnSecondSignal calls cancel with errSecondSignal when a SIGINT or
+// SIGTERM arrives after ctx (cancelled by the first) has ended. The returned
+// function stops listening.
+func cancelOnSecondSignal(ctx context.Context, cancel context.CancelCauseFunc) func() {
+	sig := make(chan os.Signal, 1)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+			return
+		}
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			cancel(errSecondSignal)
+		case <-stop:
+		}
+	}()
+	return func() { close(stop) }
+}
+
+// openRecordEnv opens the redactor, the recorder and its dataset, and the
+// metrics registry; closeEnv drains and closes them.
+func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offline bool, stderr io.Writer) (*recordEnv, func(context.Context) error, error) {
 	rotateSize, err := parseRecordSize("--rotate-size", f.rotateSize)
 	if err != nil {
 		return nil, nil, err
@@ -235,50 +266,46 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 	if err != nil {
 		return nil, nil, err
 	}
-	red, fingerprint, err := openRecordRedactor(f, stderr)
-	if err != nil {
-		return nil, nil, err
+	var red recorder.Redactor // stays nil with --raw: a nil *redact.Redactor must not become a non-nil Redactor
+	if f.raw {
+		fmt.Fprintln(stderr, "reel record: WARNING: --raw: bodies, paths, queries and headers are written UNREDACTED; the dataset may hold personal data and secrets")
+	} else {
+		r, err := f.redactor.openRedactor("record", stderr)
+		if err != nil {
+			return nil, nil, err
+		}
+		red = r
 	}
-	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{
-		Dir: f.out, Recorder: f.recorderID, Source: sourceName, RedactionFingerprint: fingerprint,
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rec, w, err := recorder.OpenDataset(ctx, formats.WriterOptions{
+		Dir: f.out, Recorder: f.recorderID, Source: sourceName,
 		RotateSize: rotateSize, RotateAge: f.rotateAge, SyncEvery: f.syncEvery,
-		RowGroupBytes: 8 << 20, // a sidecar keeps its row groups (and RSS) small
-		SpoolDir:      f.spoolDir,
-		Warn:          func(err error) { fmt.Fprintf(stderr, "reel record: %v\n", err) },
+		SpoolDir: f.spoolDir,
+		Warn:     func(err error) { fmt.Fprintf(stderr, "reel record: %v\n", err) },
+	}, red, recorder.Options{
+		Config: recorder.Config{
+			Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
+			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
+		},
+		Pipeline: recorder.PipelineOptions{
+			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
+			Warn: func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
+		},
+		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
+		Sample: f.sample,
+		Wait:   offline,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open dataset: %w", err)
+		return nil, nil, err
 	}
 	if st := w.Stats(); st.Recovered > 0 || st.Lost > 0 {
 		fmt.Fprintf(stderr, "reel record: recovered %d records from a previous run's spool (%d damaged frames skipped)\n", st.Recovered, st.Lost)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := recorder.NewMetrics(reg)
-	m.SetSpoolBytes(func() int64 { return w.Stats().SpoolBytes })
 	registerUploadMetrics(reg, w.Stats)
-	var sink recorder.Sink = w
-	popts := recorder.PipelineOptions{
-		Queue: f.queue, QueueBytes: queueBytes, Sample: f.sample, Metrics: m,
-		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
-		Warn:   func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
-	}
-	var pipe *recorder.Pipeline
-	if red != nil { // a nil *redact.Redactor must not become a non-nil Redactor
-
-		pipe = recorder.NewPipeline(sink, red, popts)
-	} else {
-		pipe = recorder.NewPipeline(sink, nil, popts)
-	}
-	env := &recordEnv{
-		asm: recorder.NewAssembler(recorder.Config{
-			Recorder: f.recorderID, Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
-			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
-		}),
-		pipe: pipe, reg: reg, stderr: stderr, drain: f.drainTimeout,
-	}
+	env := &recordEnv{rec: rec, reg: reg, stderr: stderr, drain: f.drainTimeout}
 	closeEnv := func(ctx context.Context) error {
-		err := pipe.Close(ctx)
+		err := rec.Close(ctx)
 		st := w.Stats()
 		fmt.Fprintf(stderr, "reel record: %d exchanges written, %d file(s) closed\n", st.Records, st.FilesClosed)
 		if err != nil {
@@ -289,50 +316,6 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, stder
 	return env, closeEnv, nil
 }
 
-// openRecordRedactor builds the redactor from --policy and the key; nil
-// with --raw.
-func openRecordRedactor(f *recordFlags, stderr io.Writer) (*redact.Redactor, string, error) {
-	if f.raw {
-		fmt.Fprintln(stderr, "reel record: WARNING: --raw: bodies, paths, queries and headers are written UNREDACTED; the dataset may hold personal data and secrets")
-		return nil, "raw", nil
-	}
-	policy := redact.DefaultPolicy()
-	if f.policy != "" {
-		p, err := redact.LoadPolicy(f.policy)
-		if err != nil {
-			return nil, "", fmt.Errorf("load redaction policy: %w", err)
-		}
-		policy = p
-	}
-	var key []byte
-	switch {
-	case f.keyFile != "":
-		text, err := os.ReadFile(f.keyFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("read redaction key: %w", err)
-		}
-		if key, err = redact.ParseKey(text); err != nil {
-			return nil, "", fmt.Errorf("redaction key %s: %w", f.keyFile, err)
-		}
-	case os.Getenv("REEL_REDACT_KEY") != "":
-		var err error
-		if key, err = redact.ParseKey([]byte(os.Getenv("REEL_REDACT_KEY"))); err != nil {
-			return nil, "", fmt.Errorf("redaction key $REEL_REDACT_KEY: %w", err)
-		}
-	default:
-		var err error
-		if key, err = redact.NewRandomKey(); err != nil {
-			return nil, "", fmt.Errorf("generate redaction key: %w", err)
-		}
-		fmt.Fprintln(stderr, "reel record: WARNING:", strings.TrimPrefix(redact.RandomKeyWarning, "warning: "))
-	}
-	red, err := redact.New(policy, key)
-	if err != nil {
-		return nil, "", fmt.Errorf("redactor: %w", err)
-	}
-	return red, red.Fingerprint(), nil
-}
-
 // recordProxy runs the reverse-proxy sidecar until ctx ends, then stops
 // accepting and waits (bounded) for in-flight requests.
 func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
@@ -340,9 +323,7 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return &usageError{msg: fmt.Sprintf("--upstream %q: want http://host:port", f.upstream), hint: "reel record --upstream http://127.0.0.1:8000 --out DIR"}
 	}
-	p, err := proxy.New(proxy.Options{
-		Upstream: u, Assembler: env.asm, Pipeline: env.pipe, ResponseHeaderTimeout: f.upstreamTimeout,
-	})
+	p, err := proxy.New(proxy.Options{Upstream: u, Recorder: env.rec, ResponseHeaderTimeout: f.upstreamTimeout})
 	if err != nil {
 		return err
 	}
@@ -351,7 +332,7 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := proxy.NewServer(f.listen, p)
-	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), f.upstream, f.out)
+	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), redact.CleanURL(f.upstream), f.out)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -360,7 +341,7 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintf(env.stderr, "reel record: shutting down: finishing in-flight requests (up to %v)\n", env.drain)
-	sctx, cancel := context.WithTimeout(context.Background(), env.drain)
+	sctx, cancel := context.WithTimeout(env.drainCtx, env.drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close() // in-flight exchanges end now and are recorded as aborted

@@ -9,12 +9,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder/accesslog"
 	"github.com/reelkit/reel/recorder/capture"
 )
@@ -83,15 +81,15 @@ func parsePorts(list []string) ([]uint16, error) {
 	return ports, nil
 }
 
-// newCaptureEngine builds the engine for --iface and --pcap, with its
-// counters on the recorder's registry.
-func newCaptureEngine(env *recordEnv, f *recordFlags, emit func(*formats.Exchange)) (*capture.Engine, error) {
+// newCaptureEngine builds the engine for --iface and --pcap, feeding the
+// recorder, with its counters on the recorder's registry.
+func newCaptureEngine(env *recordEnv, f *recordFlags) (*capture.Engine, error) {
 	ports, err := parsePorts(f.capture.ports)
 	if err != nil {
 		return nil, err
 	}
 	e, err := capture.NewEngine(capture.Options{
-		Ports: ports, Emit: emit, Assembler: env.asm,
+		Ports: ports, Recorder: env.rec,
 		GapTimeout: f.capture.gapTimeout, IdleTimeout: f.capture.idleTimeout,
 	})
 	if err != nil {
@@ -103,28 +101,14 @@ func newCaptureEngine(env *recordEnv, f *recordFlags, emit func(*formats.Exchang
 	return e, nil
 }
 
-// wanted applies the pipeline's filters and sampling to a finished
-// exchange, with the same sample key as the proxy (session, else client).
-func wanted(env *recordEnv, x *formats.Exchange) bool {
-	key := x.Session
-	if key == "" {
-		key = x.Client
-	}
-	return env.pipe.Want(x.Method, x.Host, x.Path, key)
-}
-
 // recordLive captures from --iface until ctx ends. Like the proxy it is
-// fail-open: when the pipeline is full, exchanges are dropped and counted.
+// fail-open: when the queue is full, exchanges are dropped and counted.
 func recordLive(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	snap, err := parseRecordSize("--snaplen", f.capture.snapLen)
 	if err != nil {
 		return err
 	}
-	e, err := newCaptureEngine(env, f, func(x *formats.Exchange) {
-		if wanted(env, x) {
-			env.pipe.Submit(x)
-		}
-	})
+	e, err := newCaptureEngine(env, f)
 	if err != nil {
 		return err
 	}
@@ -140,27 +124,9 @@ func recordLive(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	return err
 }
 
-// importSubmitter hands imported exchanges to the pipeline. An import must
-// not lose rows to a full queue, so it waits for room; only a cancelled
-// import or a closed pipeline drops, and those are counted.
-func importSubmitter(ctx context.Context, env *recordEnv) (func(*formats.Exchange), func() int64) {
-	var dropped atomic.Int64
-	return func(x *formats.Exchange) {
-			if !wanted(env, x) {
-				return
-			}
-			if env.pipe.SubmitWait(ctx, x) != nil {
-				dropped.Add(1)
-			}
-		}, func() int64 {
-			return dropped.Load()
-		}
-}
-
 // recordPcap imports the --pcap files, in order, into one engine.
 func recordPcap(ctx context.Context, env *recordEnv, f *recordFlags) error {
-	submit, dropped := importSubmitter(ctx, env)
-	e, err := newCaptureEngine(env, f, submit)
+	e, err := newCaptureEngine(env, f)
 	if err != nil {
 		return err
 	}
@@ -180,9 +146,6 @@ func recordPcap(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	}
 	e.Close()
 	printCaptureStats(env.stderr, e.Stats().Snapshot())
-	if n := dropped(); n > 0 {
-		fmt.Fprintf(env.stderr, "reel record: %d exchanges dropped because the write queue was full; rerun with a larger --queue and --queue-bytes\n", n)
-	}
 	return readErr
 }
 
@@ -192,7 +155,6 @@ func recordAccessLog(ctx context.Context, env *recordEnv, f *recordFlags) error 
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: "reel record --access-log FILE --log-field time=ts --out DIR"}
 	}
-	submit, dropped := importSubmitter(ctx, env)
 	for _, path := range f.capture.accessLogs {
 		var r io.Reader = os.Stdin
 		if path != "-" {
@@ -203,7 +165,7 @@ func recordAccessLog(ctx context.Context, env *recordEnv, f *recordFlags) error 
 			defer file.Close()
 			r = file
 		}
-		rep, err := accesslog.Import(ctx, r, accesslog.Options{Mapping: mapping, Assembler: env.asm, Emit: submit})
+		rep, err := accesslog.Import(ctx, r, accesslog.Options{Mapping: mapping, Recorder: env.rec})
 		fmt.Fprintf(env.stderr, "reel record: %s: %d lines, %d exchanges, %d bad lines\n", path, rep.Lines, rep.Imported, rep.Bad)
 		for _, le := range rep.Errors {
 			fmt.Fprintf(env.stderr, "  %s:%d: %v\n", path, le.Line, le.Err)
@@ -214,9 +176,6 @@ func recordAccessLog(ctx context.Context, env *recordEnv, f *recordFlags) error 
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-	}
-	if n := dropped(); n > 0 {
-		fmt.Fprintf(env.stderr, "reel record: %d exchanges dropped because the write queue was full; rerun with a larger --queue and --queue-bytes\n", n)
 	}
 	return nil
 }

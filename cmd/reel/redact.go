@@ -40,8 +40,8 @@ flags:
 func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("redact", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	policyFile := fs.String("policy", "", "redaction policy file, YAML or JSON (default: the built-in policy)")
-	keyFile := fs.String("redact-key-file", "", "file holding the dataset's redaction key (else $REEL_REDACT_KEY, else a random key)")
+	var rf redactorFlags
+	rf.register(fs)
 	explain := fs.Bool("explain", false, "redact one body (--body) and show what each field became and why")
 	body := fs.String("body", "", "with --explain: the body file ('-' for stdin)")
 	contentType := fs.String("content-type", "application/json", "with --explain: the body's content type")
@@ -64,7 +64,7 @@ func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !*explain && fs.NArg() < 2 {
 		return &usageError{msg: "need an input dataset and an output directory", hint: "reel redact ./raw-capture ./capture"}
 	}
-	r, err := openRedactor(*policyFile, *keyFile, stderr)
+	r, err := rf.openRedactor("redact", stderr)
 	if err != nil {
 		return err
 	}
@@ -73,46 +73,6 @@ func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	in, out := fs.Args()[:fs.NArg()-1], fs.Arg(fs.NArg()-1)
 	return redactDataset(ctx, r, in, out, *recorder, *skipBad, stdout, stderr)
-}
-
-// openRedactor builds a redactor from a policy file (or the built-in
-// policy) and the key from keyFile, else $REEL_REDACT_KEY, else a random
-// key with a warning on stderr.
-func openRedactor(policyFile, keyFile string, stderr io.Writer) (*redact.Redactor, error) {
-	policy := redact.DefaultPolicy()
-	if policyFile != "" {
-		p, err := redact.LoadPolicy(policyFile)
-		if err != nil {
-			return nil, fmt.Errorf("load redaction policy: %w", err)
-		}
-		policy = p
-	}
-	var key []byte
-	var err error
-	switch {
-	case keyFile != "":
-		text, rerr := os.ReadFile(keyFile)
-		if rerr != nil {
-			return nil, fmt.Errorf("read redaction key: %w", rerr)
-		}
-		if key, err = redact.ParseKey(text); err != nil {
-			return nil, fmt.Errorf("redaction key %s: %w", keyFile, err)
-		}
-	case os.Getenv("REEL_REDACT_KEY") != "":
-		if key, err = redact.ParseKey([]byte(os.Getenv("REEL_REDACT_KEY"))); err != nil {
-			return nil, fmt.Errorf("redaction key $REEL_REDACT_KEY: %w", err)
-		}
-	default:
-		if key, err = redact.NewRandomKey(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintln(stderr, "reel redact:", redact.RandomKeyWarning)
-	}
-	r, err := redact.New(policy, key)
-	if err != nil {
-		return nil, fmt.Errorf("redactor: %w", err)
-	}
-	return r, nil
 }
 
 func explainBody(r *redact.Redactor, path, contentType string, response, asJSON bool, stdout io.Writer) error {

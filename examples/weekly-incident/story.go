@@ -125,34 +125,31 @@ func (s *story) record(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("upstream url: %w", err)
 	}
-	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{
-		Dir: s.recDir, Recorder: "sidecar-1", Source: "proxy:" + prod.URL, RedactionFingerprint: red.Fingerprint(),
+	var warnings atomic.Int64
+	rec, w, err := recorder.OpenDataset(ctx, formats.WriterOptions{
+		Dir: s.recDir, Recorder: "sidecar-1", Source: "proxy:" + prod.URL,
 		Meta: map[string]string{"story": "weekly-incident"},
+	}, red, recorder.Options{
+		Config:   recorder.Config{Upstream: upstream.Host},
+		Pipeline: recorder.PipelineOptions{Warn: func(error) { warnings.Add(1) }},
 	})
 	if err != nil {
 		return fmt.Errorf("open recording: %w", err)
 	}
-	var warnings atomic.Int64
-	pipe := recorder.NewPipeline(w, red, recorder.PipelineOptions{Warn: func(error) { warnings.Add(1) }})
-	p, err := proxy.New(proxy.Options{
-		Upstream: upstream, Pipeline: pipe,
-		Assembler: recorder.NewAssembler(recorder.Config{
-			Recorder: "sidecar-1", Upstream: upstream.Host, ContextHeaders: recorder.DefaultContextHeaders,
-		}),
-	})
+	p, err := proxy.New(proxy.Options{Upstream: upstream, Recorder: rec})
 	if err != nil {
-		pipe.Close(context.Background())
+		rec.Close(context.Background())
 		return fmt.Errorf("sidecar: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		pipe.Close(context.Background())
+		rec.Close(context.Background())
 		return fmt.Errorf("sidecar listen: %w", err)
 	}
 	sc, err := startScrape(ctx, s.recDir, "sidecar-1", prod.URL+"/metrics", cfg.ScrapeEvery)
 	if err != nil {
 		ln.Close()
-		pipe.Close(context.Background())
+		rec.Close(context.Background())
 		return err
 	}
 	srv := proxy.NewServer(ln.Addr().String(), p)
@@ -160,11 +157,11 @@ func (s *story) record(ctx context.Context) error {
 	go func() { served <- srv.Serve(ln) }()
 	// On an early return the sidecar stops at once and the pipeline closes
 	// what it has; the normal path below drains both first.
-	pipeClosed := false
+	recClosed := false
 	defer func() {
 		srv.Close()
-		if !pipeClosed {
-			pipe.Close(context.Background())
+		if !recClosed {
+			rec.Close(context.Background())
 		}
 	}()
 	sidecar := "http://" + ln.Addr().String()
@@ -225,8 +222,8 @@ func (s *story) record(ctx context.Context) error {
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("sidecar: %w", err)
 	}
-	pipeClosed = true
-	if err := pipe.Close(sctx); err != nil {
+	recClosed = true
+	if err := rec.Close(sctx); err != nil {
 		return fmt.Errorf("close recording: %w", err)
 	}
 	ws := w.Stats()

@@ -1,6 +1,6 @@
 // Package accesslog imports gateway access logs that already carry request
 // bodies — nginx `log_format … escape=json` lines with `$request_body` — as
-// exchange/1 records, through the same recorder.Assembler as the proxy and
+// exchange/1 records, through the same recorder.Recorder as the proxy and
 // passive capture, so they are enriched and redacted the same way.
 //
 // Each line is one JSON object. Which field holds what is configurable
@@ -135,15 +135,23 @@ func ParseMapping(pairs []string) (Mapping, error) {
 // DefaultMaxLine bounds one log line when Options.MaxLine is zero.
 const DefaultMaxLine = 16 << 20
 
-// Options configure Import. Emit is required; the zero value of every other
-// field works.
+// Options configure Import. A Recorder (or Emit) is required; the zero
+// value of every other field works.
 type Options struct {
-	Mapping   Mapping
-	Assembler *recorder.Assembler // default recorder.NewAssembler with a zero Config
-	// Emit receives each exchange, raw (not yet enriched or redacted).
+	Mapping Mapping
+	// Recorder builds the exchanges and takes each one (Recorder.Record:
+	// filter, sampling, queue; build it with Options.Wait for an import).
+	// Required unless Emit is set.
+	Recorder *recorder.Recorder
+	// Emit, when set, receives each exchange instead of Recorder.Record,
+	// raw (not yet enriched or redacted): for tests and programs that store
+	// exchanges themselves. Without a Recorder the exchanges are built with
+	// a zero recorder.Config.
 	Emit      func(*formats.Exchange)
 	MaxLine   int // longer lines are bad lines (default DefaultMaxLine)
 	MaxErrors int // bad lines kept in Report.Errors (default 100); all are counted
+
+	begin func(time.Time, recorder.ConnInfo) *recorder.Recording // the Recorder's Begin, or a zero-Config Assembler's
 }
 
 // LineError is a line that could not be imported.
@@ -176,13 +184,18 @@ var (
 // lines are in the Report.
 func Import(ctx context.Context, r io.Reader, opts Options) (Report, error) {
 	var rep Report
-	if opts.Emit == nil {
-		return rep, errors.New("accesslog: Options.Emit is nil")
+	switch {
+	case opts.Recorder != nil:
+		opts.begin = opts.Recorder.Begin
+		if opts.Emit == nil {
+			opts.Emit = opts.Recorder.Record
+		}
+	case opts.Emit != nil:
+		opts.begin = recorder.NewAssembler(recorder.Config{}).Begin
+	default:
+		return rep, errors.New("accesslog: Options.Recorder is nil")
 	}
 	opts.Mapping.defaults()
-	if opts.Assembler == nil {
-		opts.Assembler = recorder.NewAssembler(recorder.Config{})
-	}
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
@@ -318,7 +331,7 @@ func parseLine(line []byte, o *Options) (*formats.Exchange, error) {
 	if host != "" {
 		reqHeader.Set("Host", host)
 	}
-	rec := o.Assembler.Begin(start, recorder.ConnInfo{Client: get(m.Client)})
+	rec := o.begin(start, recorder.ConnInfo{Client: get(m.Client)})
 	rec.SetRequest(recorder.Request{Method: method, Host: host, Path: path, RawQuery: query, Header: reqHeader})
 	body := get(m.RequestBody)
 	if body != "" {

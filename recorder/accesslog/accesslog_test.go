@@ -10,6 +10,7 @@ import (
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/accesslog"
+	"github.com/reelkit/reel/recorder/recordertest"
 )
 
 // nginxLog (a var: it has a 1100-byte line) is what the package comment's log_format writes (escape=json),
@@ -27,9 +28,9 @@ not json at all
 func TestImportNginx(t *testing.T) {
 	var got []*formats.Exchange
 	rep, err := accesslog.Import(context.Background(), strings.NewReader(nginxLog), accesslog.Options{
-		Emit:      func(x *formats.Exchange) { got = append(got, x) },
-		Assembler: recorder.NewAssembler(recorder.Config{Recorder: "nginx-import"}),
-		MaxLine:   1024,
+		Emit:     func(x *formats.Exchange) { got = append(got, x) },
+		Recorder: newRecorder(t, recorder.Config{Recorder: "nginx-import"}),
+		MaxLine:  1024,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,9 +102,9 @@ func TestParseMapping(t *testing.T) {
 	var got []*formats.Exchange
 	line := `{"ts":"2026-03-04T14:00:00.5Z","request_method":"GET","request_uri":"/x","status":"200","body":"b","upstream_http_x_gpu":"3"}`
 	rep, err := accesslog.Import(context.Background(), strings.NewReader(line), accesslog.Options{
-		Mapping:   m,
-		Assembler: recorder.NewAssembler(recorder.Config{ContextHeaders: []string{"x-gpu"}}),
-		Emit:      func(x *formats.Exchange) { got = append(got, x) }})
+		Mapping:  m,
+		Recorder: newRecorder(t, recorder.Config{ContextHeaders: []string{"x-gpu"}}),
+		Emit:     func(x *formats.Exchange) { got = append(got, x) }})
 	if err != nil || rep.Imported != 1 {
 		t.Fatalf("import: %v, %+v", err, rep)
 	}
@@ -127,4 +128,11 @@ func FuzzImport(f *testing.F) {
 			t.Fatalf("report %+v, emitted %d", rep, n)
 		}
 	})
+}
+
+// newRecorder builds the import's exchanges with cfg; the tests take them
+// raw through Emit.
+func newRecorder(tb testing.TB, cfg recorder.Config) *recorder.Recorder {
+	rec, _ := recordertest.New(tb, recorder.Options{Config: cfg})
+	return rec
 }

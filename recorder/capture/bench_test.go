@@ -17,6 +17,7 @@ import (
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
+	"github.com/reelkit/reel/recorder/recordertest"
 )
 
 // generate builds a pcapng of conns keep-alive connections, each with per
@@ -75,7 +76,7 @@ func BenchmarkImport(b *testing.B) {
 	}{{"small-json", false}, {"sse-8-events", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			data, n := generate(b, 100, 200, tc.sse)
-			asm := recorder.NewAssembler(recorder.Config{})
+			rec, _ := recordertest.New(b, recorder.Options{})
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			var peer, cpu time.Duration
@@ -83,7 +84,7 @@ func BenchmarkImport(b *testing.B) {
 			for range b.N {
 				cpu0 := cputime.Process()
 				got := 0
-				e, err := capture.NewEngine(capture.Options{Ports: []uint16{8000}, Assembler: asm,
+				e, err := capture.NewEngine(capture.Options{Ports: []uint16{8000}, Recorder: rec,
 					Emit: func(x *formats.Exchange) {
 						if x.Complete {
 							got++

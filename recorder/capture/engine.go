@@ -28,19 +28,30 @@ const (
 // ports, client and server cannot be told apart.
 var ErrNoPorts = errors.New("no server ports configured")
 
-// Options configure an Engine. Ports and Emit are required; the zero value
-// of every other field works.
+// builder is what the engine needs of a recorder.Recorder (or, with only
+// Emit, of a recorder.Assembler): exchanges and connection ids.
+type builder interface {
+	Begin(start time.Time, conn recorder.ConnInfo) *recorder.Recording
+	NewConn() int64
+}
+
+// Options configure an Engine. Ports and a Recorder (or Emit) are
+// required; the zero value of every other field works.
 type Options struct {
 	// Ports are the server's TCP ports: segments to them are requests,
 	// segments from them responses. Other TCP traffic is skipped.
 	Ports []uint16
-	// Emit receives every exchange, raw (not yet enriched or redacted), in
-	// the order responses end. It is called from the goroutine that feeds
-	// packets; the exchange is Emit's to keep.
+	// Recorder builds the exchanges (sequence numbers, connection ids, the
+	// Config.MaxBody cap) and takes each one as it ends (Recorder.Record:
+	// filter, sampling, queue). Required unless Emit is set.
+	Recorder *recorder.Recorder
+	// Emit, when set, receives every exchange instead of Recorder.Record,
+	// raw (not yet enriched or redacted), in the order responses end: for
+	// tests and programs that store exchanges themselves. Without a
+	// Recorder the exchanges are built with a zero recorder.Config. It is
+	// called from the goroutine that feeds packets; the exchange is Emit's
+	// to keep.
 	Emit func(*formats.Exchange)
-	// Assembler builds the exchanges (default recorder.NewAssembler with a
-	// zero Config); its Config.MaxBody caps kept bodies.
-	Assembler *recorder.Assembler
 	// MaxHeader bounds a start line plus headers (default 64 KiB); longer
 	// heads are recorded as bad_http.
 	MaxHeader int
@@ -73,7 +84,7 @@ type Options struct {
 // Collector may be read from any goroutine.
 type Engine struct {
 	opts  Options
-	asm   *recorder.Assembler
+	asm   builder
 	ports map[uint16]bool
 	dec   decoder
 	pool  *reassembly.StreamPool
@@ -82,7 +93,6 @@ type Engine struct {
 
 	conns     int              // connections being tracked
 	live      map[connKey]bool // both orientations of every tracked connection
-	nextConn  int64            // last connection id handed out
 	lastFlush time.Time
 	now       time.Time // latest packet time
 	ackedGap  time.Time // when a receiver acknowledged bytes the capture lacks; zero if none pending
@@ -98,11 +108,17 @@ func NewEngine(opts Options) (*Engine, error) {
 	if len(opts.Ports) == 0 {
 		return nil, ErrNoPorts
 	}
-	if opts.Emit == nil {
-		return nil, errors.New("capture: Options.Emit is nil")
-	}
-	if opts.Assembler == nil {
-		opts.Assembler = recorder.NewAssembler(recorder.Config{})
+	var asm builder
+	switch {
+	case opts.Recorder != nil:
+		asm = opts.Recorder
+		if opts.Emit == nil {
+			opts.Emit = opts.Recorder.Record
+		}
+	case opts.Emit != nil:
+		asm = recorder.NewAssembler(recorder.Config{})
+	default:
+		return nil, errors.New("capture: Options.Recorder is nil")
 	}
 	if opts.PagesPerConnection <= 0 {
 		opts.PagesPerConnection = DefaultPagesPerConnection
@@ -122,7 +138,7 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	e := &Engine{opts: opts, asm: opts.Assembler, ports: make(map[uint16]bool), stats: newStats(),
+	e := &Engine{opts: opts, asm: asm, ports: make(map[uint16]bool), stats: newStats(),
 		live: make(map[connKey]bool)}
 	for _, p := range opts.Ports {
 		e.ports[p] = true
@@ -228,7 +244,6 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassem
 		return nullStream{}
 	}
 	e.conns++
-	e.nextConn++
 	e.stats.connections.Add(1)
 	// The first packet's sender is reassembly's "client"; decide by port.
 	toServer := e.ports[uint16(tcp.DstPort)]
@@ -241,7 +256,7 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassem
 		client = net.JoinHostPort(netFlow.Dst().String(), strconv.Itoa(int(tcp.DstPort)))
 		c2s = reassembly.TCPDirServerToClient
 	}
-	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.nextConn, client), key: connKey{netFlow, tcpFlow}}
+	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.asm.NewConn(), client), key: connKey{netFlow, tcpFlow}}
 	s.http.seqs = s
 	e.live[s.key] = true
 	e.live[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = true

@@ -47,17 +47,16 @@ func comparable(x *formats.Exchange) string {
 
 // TestProxyAndCaptureEquivalent sends the same requests through the proxy
 // sidecar while capturing the proxy-to-upstream leg on lo: both recorders
-// must produce the same rows (through the same Assembler and Enrich).
+// must produce the same rows (through the same Recorder and Enrich).
 func TestProxyAndCaptureEquivalent(t *testing.T) {
 	upstream := httptest.NewServer(testHandler())
 	defer upstream.Close()
 	captured, _, stop := startLive(t, serverPort(t, upstream.URL))
 
 	sink := &memSink{}
-	asm := recorder.NewAssembler(recorder.Config{Recorder: "proxy"})
-	pipe := recorder.NewPipeline(sink, nil, recorder.PipelineOptions{})
+	pipe := recorder.New(sink, nil, recorder.Options{Config: recorder.Config{Recorder: "proxy"}})
 	u, _ := url.Parse(upstream.URL)
-	p, err := proxy.New(proxy.Options{Upstream: u, Assembler: asm, Pipeline: pipe})
+	p, err := proxy.New(proxy.Options{Upstream: u, Recorder: pipe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,15 @@ import (
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
+	"github.com/reelkit/reel/recorder/recordertest"
 )
 
 func fuzzEngine(t testing.TB) (*capture.Engine, *int) {
 	n := new(int)
 	e, err := capture.NewEngine(capture.Options{
-		Ports:     []uint16{8000},
-		Emit:      func(*formats.Exchange) { *n++ },
-		Assembler: recorder.NewAssembler(recorder.Config{MaxBody: 1024}),
+		Ports:    []uint16{8000},
+		Emit:     func(*formats.Exchange) { *n++ },
+		Recorder: fuzzRecorder(t),
 		// Small bounds so the fuzzer reaches them.
 		PagesPerConnection: 8, PagesTotal: 64, MaxConnections: 16, MaxPipelined: 4, MaxHeader: 1024,
 	})
@@ -77,4 +78,10 @@ func FuzzPackets(f *testing.F) {
 			t.Fatal("exchanges without packets")
 		}
 	})
+}
+
+// fuzzRecorder builds the fuzz engines' exchanges with a small body cap.
+func fuzzRecorder(tb testing.TB) *recorder.Recorder {
+	rec, _ := recordertest.New(tb, recorder.Options{Config: recorder.Config{MaxBody: 1024}})
+	return rec
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
+	"github.com/reelkit/reel/recorder/recordertest"
 )
 
 var (
@@ -38,10 +39,11 @@ func importPackets(t *testing.T, link int, packets []capturetest.Packet) ([]*for
 func importPath(t *testing.T, path string) ([]*formats.Exchange, capture.Snapshot) {
 	t.Helper()
 	var got []*formats.Exchange
+	rec, _ := recordertest.New(t, recorder.Options{Config: recorder.Config{Recorder: "test", MaxBody: 4096}})
 	e, err := capture.NewEngine(capture.Options{
-		Ports:     []uint16{8000},
-		Emit:      func(x *formats.Exchange) { got = append(got, x) },
-		Assembler: recorder.NewAssembler(recorder.Config{Recorder: "test", MaxBody: 4096}),
+		Ports:    []uint16{8000},
+		Emit:     func(x *formats.Exchange) { got = append(got, x) },
+		Recorder: rec,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,22 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/gopacket/pcapgo"
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
+	"github.com/google/gopacket"
 )
 
 // Live captures from an interface until ctx is cancelled, feeding e. It
-// opens an AF_PACKET socket (pure Go, no libpcap) with a kernel BPF filter
-// for e's ports; on loopback the filter also drops the outgoing copy of
-// every packet, so each exchange is recorded once. Kernel drops are read
-// every StatsEvery and accumulated in e's Stats. When ctx ends, Live flushes
-// e and returns ctx's error.
+// opens an AF_PACKET socket with a TPACKET_V3 receive ring (pure Go, no
+// libpcap) and a kernel BPF filter for e's ports; on loopback the filter
+// also drops the outgoing copy of every packet, so each exchange is
+// recorded once. One goroutine walks the ring a block at a time and feeds
+// e, so a packet costs no system call and no lock. Kernel drops are read
+// every StatsEvery and accumulated in e's Stats. When ctx ends, Live
+// flushes e and returns ctx's error.
 //
 // The socket needs CAP_NET_RAW: without it Live returns an error wrapping
 // ErrNoCapNetRaw.
@@ -32,132 +29,75 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	if err != nil {
 		return fmt.Errorf("open interface: %w", err)
 	}
-	if err := probeCapNetRaw(); err != nil {
-		return err
-	}
-	h, err := pcapgo.NewEthernetHandle(opts.Interface)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", opts.Interface, err)
-	}
 	loopback := intf.Flags&net.FlagLoopback != 0
 	link := LinkEthernet
 	if !loopback && len(intf.HardwareAddr) != 6 {
 		link = LinkRaw // tun, WireGuard, ...: IP without a link header
 	}
-	if err := h.SetCaptureLength(opts.SnapLen); err != nil {
-		h.Close()
-		return fmt.Errorf("set snap length: %w", err)
-	}
 	filter, err := Filter(e.opts.Ports, link == LinkEthernet, loopback, uint32(opts.SnapLen))
 	if err != nil {
-		h.Close()
 		return err
 	}
-	if err := h.SetBPF(filter); err != nil {
-		h.Close()
-		return fmt.Errorf("attach filter: %w", err)
+	r, err := openRing(ringOptions{
+		ifindex:     intf.Index,
+		filter:      filter,
+		bufferBytes: opts.SocketBuffer,
+		blockSize:   ringBlockSize(opts.SnapLen),
+		retire:      ringRetire,
+		promiscuous: opts.Promiscuous,
+	})
+	if err != nil {
+		return fmt.Errorf("capture on %s: %w", opts.Interface, err)
 	}
-	if err := setRcvBuf(h, opts.SocketBuffer); err != nil {
-		h.Close()
-		return err
-	}
-	// What queued before the filter was attached is anything on the
-	// interface: drop it, and reset the kernel counters it touched.
-	drainUnfiltered(h)
-	_, _ = h.Stats()
-	if opts.Promiscuous {
-		if err := h.SetPromiscuous(true); err != nil {
-			h.Close()
-			return fmt.Errorf("set promiscuous mode: %w", err)
-		}
-	}
-
+	defer r.close()
 	if opts.Started != nil {
 		opts.Started()
 	}
-	var (
-		mu      sync.Mutex // guards e and closed: the reader and the ticker share the engine
-		closed  bool
-		stopped atomic.Bool
-		readErr = make(chan error, 1)
 
-		handleMu     sync.Mutex // guards handleClosed: Stats and SetBPF never run on a closed (possibly reused) fd
-		handleClosed bool
-	)
-	withHandle := func(f func()) {
-		handleMu.Lock()
-		defer handleMu.Unlock()
-		if !handleClosed {
-			f()
-		}
-	}
-	go func() {
-		// Close cannot interrupt a blocked read, so this goroutine owns the
-		// handle and closes it after the first read that follows the stop
-		// (or fails).
-		defer func() {
-			handleMu.Lock()
-			h.Close()
-			handleClosed = true
-			handleMu.Unlock()
-		}()
-		for {
-			data, ci, err := h.ZeroCopyReadPacketData()
-			if stopped.Load() {
-				return
-			}
-			if err != nil {
-				readErr <- fmt.Errorf("read packet: %w", err)
-				return
-			}
-			mu.Lock()
-			if !closed {
-				e.Packet(link, data, ci)
-			}
-			mu.Unlock()
-		}
-	}()
-
-	tick := time.NewTicker(opts.StatsEvery)
-	defer tick.Stop()
 	readStats := func() {
-		withHandle(func() {
-			if st, err := h.Stats(); err == nil {
-				// tp_packets includes the dropped ones.
-				e.stats.addKernel(uint64(st.Packets), uint64(st.Drops))
-			}
-		})
-	}
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			runErr = ctx.Err()
-			break loop
-		case err := <-readErr:
-			runErr = err
-			break loop
-		case now := <-tick.C:
-			readStats()
-			mu.Lock()
-			e.Flush(now)
-			mu.Unlock()
+		if packets, drops, err := r.stats(); err == nil {
+			e.stats.addKernel(packets, drops)
 		}
 	}
-	readStats()
-	mu.Lock()
-	closed = true
-	e.Close()
-	mu.Unlock()
-	// Open the filter before raising stopped: the reader closes the handle
-	// only after it sees stopped.
-	withHandle(func() { openFilter(h) })
-	stopped.Store(true)
-	if loopback {
-		pokeLoopback()
+	feed := func(data []byte, ci gopacket.CaptureInfo) { e.Packet(link, data, ci) }
+	nextTick := time.Now().Add(opts.StatsEvery)
+	for {
+		if err := ctx.Err(); err != nil {
+			readStats()
+			e.Close()
+			return err
+		}
+		wait := min(time.Until(nextTick), ringPollWait)
+		if _, err := r.readBlock(wait, feed); err != nil {
+			readStats()
+			e.Close()
+			return err
+		}
+		if now := time.Now(); !now.Before(nextTick) {
+			readStats()
+			e.Flush(now)
+			nextTick = now.Add(opts.StatsEvery)
+		}
 	}
-	return runErr
+}
+
+// The ring's shape. A block goes to the reader when it is full or
+// ringRetire after its first packet, whichever is first; packet timestamps
+// are the kernel's, so the retire delay moves no recorded time. The reader
+// wakes at least every ringPollWait to notice a cancelled context.
+const (
+	ringRetire   = 8 * time.Millisecond
+	ringPollWait = 100 * time.Millisecond
+)
+
+// ringBlockSize is the smallest power-of-two block, at least 1 MiB, that
+// holds a packet of snap bytes with its headers.
+func ringBlockSize(snap int) int {
+	size := 1 << 20
+	for size < snap+4096 {
+		size <<= 1
+	}
+	return size
 }
 
 // LiveOptions configure Live. Interface is required; the zero value of
@@ -167,9 +107,10 @@ type LiveOptions struct {
 	SnapLen     int           // bytes kept of each packet (default 262144, enough for GRO/TSO super-packets)
 	Promiscuous bool          // also capture traffic not addressed to this host
 	StatsEvery  time.Duration // how often kernel drops are read and idle connections flushed (default 1s)
-	// SocketBuffer is the kernel receive buffer of the socket (default 64
-	// MiB): it absorbs bursts while the reader is busy. The kernel's default
-	// (about 200 KiB, a few hundred packets) drops under load.
+	// SocketBuffer is the size of the receive ring shared with the kernel
+	// (default 16 MiB, whole 1-MiB blocks): it absorbs bursts while the
+	// reader is busy. The ring stays resident, so it counts in the
+	// recorder's RSS.
 	SocketBuffer int
 	// Started, if set, is called once the socket is open and filtered:
 	// traffic from then on is captured.
@@ -184,7 +125,7 @@ func (o *LiveOptions) defaults() {
 		o.StatsEvery = time.Second
 	}
 	if o.SocketBuffer <= 0 {
-		o.SocketBuffer = 64 << 20
+		o.SocketBuffer = 16 << 20
 	}
 }
 
@@ -192,77 +133,3 @@ func (o *LiveOptions) defaults() {
 // packet socket.
 var ErrNoCapNetRaw = errors.New("passive capture needs CAP_NET_RAW: run as root, " +
 	"grant it (setcap cap_net_raw+ep reel) or add NET_RAW to the container's capabilities")
-
-// probeCapNetRaw opens and closes a packet socket to turn EPERM into a clear
-// error (gopacket's handle reports it as text only).
-func probeCapNetRaw() error {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	if err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return fmt.Errorf("open packet socket: %w", ErrNoCapNetRaw)
-		}
-		return fmt.Errorf("open packet socket: %w", err)
-	}
-	unix.Close(fd)
-	return nil
-}
-
-// handleFD returns the handle's socket. pcapgo keeps the descriptor private
-// and offers no setter for the buffer, so it is read with reflection
-// (gopacket is pinned at v1.1.19, whose EthernetHandle has an int field fd);
-// -1 if the field is not there.
-func handleFD(h *pcapgo.EthernetHandle) int {
-	f := reflect.ValueOf(h).Elem().FieldByName("fd")
-	if !f.IsValid() || f.Kind() != reflect.Int {
-		return -1
-	}
-	return int(f.Int())
-}
-
-// drainUnfiltered reads, without blocking, the packets queued on the socket
-// before its filter was attached (bounded, in case traffic keeps coming).
-func drainUnfiltered(h *pcapgo.EthernetHandle) {
-	fd := handleFD(h)
-	if fd < 0 {
-		return
-	}
-	buf := make([]byte, 64)
-	for range 1 << 16 {
-		if _, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC); err != nil {
-			return
-		}
-	}
-}
-
-// setRcvBuf sets the socket's receive buffer. SO_RCVBUFFORCE
-// (CAP_NET_ADMIN) may exceed net.core.rmem_max; without it, SO_RCVBUF is
-// capped there.
-func setRcvBuf(h *pcapgo.EthernetHandle, size int) error {
-	fd := handleFD(h)
-	if fd < 0 {
-		return nil // another gopacket version: keep the kernel default
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size); err == nil {
-		return nil
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, size); err != nil {
-		return fmt.Errorf("set socket buffer: %w", err)
-	}
-	return nil
-}
-
-// openFilter lets every packet through, so any traffic wakes a reader
-// blocked after a stop.
-func openFilter(h *pcapgo.EthernetHandle) {
-	if all, err := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: 1}}); err == nil {
-		_ = h.SetBPF(all)
-	}
-}
-
-// pokeLoopback sends one datagram on loopback to wake a blocked reader.
-func pokeLoopback() {
-	if c, err := net.Dial("udp", "127.0.0.1:9"); err == nil {
-		_, _ = c.Write([]byte{0})
-		c.Close()
-	}
-}

@@ -15,7 +15,7 @@ type LiveOptions struct {
 	SnapLen      int           // bytes kept of each packet (default 262144)
 	Promiscuous  bool          // also capture traffic not addressed to this host
 	StatsEvery   time.Duration // how often kernel drops are read (default 1s)
-	SocketBuffer int           // kernel receive buffer (default 64 MiB)
+	SocketBuffer int           // receive ring size (default 16 MiB)
 	Started      func()        // called once capturing
 }
 

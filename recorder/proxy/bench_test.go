@@ -64,8 +64,8 @@ func BenchmarkProxySSE(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			sink := &discardSink{}
-			pipe := recorder.NewPipeline(sink, nil, recorder.PipelineOptions{Queue: 1 << 16, QueueBytes: 1 << 30})
-			opts := Options{Upstream: &url.URL{Scheme: "http", Host: "up"}, Pipeline: pipe,
+			pipe := recorder.New(sink, nil, recorder.Options{Pipeline: recorder.PipelineOptions{Queue: 1 << 16, QueueBytes: 1 << 30}})
+			opts := Options{Upstream: &url.URL{Scheme: "http", Host: "up"},
 				Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 					io.Copy(io.Discard, r.Body)
 					return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
@@ -73,7 +73,7 @@ func BenchmarkProxySSE(b *testing.B) {
 						Body:   &chunkedBody{pieces: pieces}, ContentLength: -1}, nil
 				})}
 			if record {
-				opts.Assembler = recorder.NewAssembler(recorder.Config{})
+				opts.Recorder = pipe
 			}
 			p, err := New(opts)
 			if err != nil {

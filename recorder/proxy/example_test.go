@@ -13,18 +13,14 @@ import (
 // A recording sidecar on 127.0.0.1:8081 in front of a model server, writing
 // unredacted exchanges (pass a *redact.Redactor instead of nil in production).
 func ExampleNew() {
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: "traffic", Recorder: "sidecar-1"})
+	upstream, _ := url.Parse("http://127.0.0.1:8000")
+	rec, _, err := recorder.OpenDataset(context.Background(), formats.WriterOptions{Dir: "traffic", Recorder: "sidecar-1"},
+		nil, recorder.Options{Config: recorder.Config{Upstream: upstream.Host}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	pipe := recorder.NewPipeline(w, nil, recorder.PipelineOptions{})
-	defer pipe.Close(context.Background())
-	upstream, _ := url.Parse("http://127.0.0.1:8000")
-	p, err := proxy.New(proxy.Options{
-		Upstream:  upstream,
-		Assembler: recorder.NewAssembler(recorder.Config{Recorder: "sidecar-1", Upstream: upstream.Host}),
-		Pipeline:  pipe,
-	})
+	defer rec.Close(context.Background())
+	p, err := proxy.New(proxy.Options{Upstream: upstream, Recorder: rec})
 	if err != nil {
 		log.Fatal(err)
 	}

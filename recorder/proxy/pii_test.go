@@ -63,13 +63,13 @@ func TestNoPIIOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "pii", RedactionFingerprint: red.Fingerprint()})
+	pipe, w, err := recorder.OpenDataset(context.Background(), formats.WriterOptions{Dir: dir, Recorder: "pii"},
+		red, recorder.Options{Pipeline: recorder.PipelineOptions{Queue: 4 * len(corpus)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe := recorder.NewPipeline(w, red, recorder.PipelineOptions{Queue: 4 * len(corpus)})
 	u, _ := url.Parse(upstream.URL)
-	p, err := New(Options{Upstream: u, Assembler: recorder.NewAssembler(recorder.Config{Recorder: "pii"}), Pipeline: pipe})
+	p, err := New(Options{Upstream: u, Recorder: pipe})
 	if err != nil {
 		t.Fatal(err)
 	}

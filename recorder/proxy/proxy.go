@@ -10,7 +10,7 @@
 // does. The proxy adds no header, passes X-Forwarded-* through as received,
 // cancels the upstream request when the client goes away, answers 502 (504
 // on a timeout) when the upstream fails, and records both kinds of failure.
-// Recording is fail-open: the exchange is submitted to a recorder.Pipeline,
+// Recording is fail-open: the exchange is submitted to a recorder.Recorder,
 // which drops and counts rather than wait.
 package proxy
 
@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +35,10 @@ import (
 // Options configure a Proxy. Upstream is required.
 type Options struct {
 	Upstream *url.URL // where requests go: scheme, host and an optional base path
-	// Assembler builds the exchanges; Pipeline takes them. With either nil
-	// the proxy records nothing.
-	Assembler *recorder.Assembler
-	Pipeline  *recorder.Pipeline
+	// Recorder decides what is recorded, builds the exchanges and takes
+	// them (filter, sampling, connection ids, queue). Nil: the proxy
+	// records nothing.
+	Recorder *recorder.Recorder
 	// Transport reaches the upstream (default NewTransport(ResponseHeaderTimeout)).
 	Transport http.RoundTripper
 	// ResponseHeaderTimeout bounds the wait for the upstream's response
@@ -47,7 +46,7 @@ type Options struct {
 	// be long). A timeout answers 504.
 	ResponseHeaderTimeout time.Duration
 	// Metrics receives the proxied-request histogram and error counts
-	// (default: the Pipeline's, else unregistered metrics).
+	// (default: the Recorder's, else unregistered metrics).
 	Metrics *recorder.Metrics
 	// ErrorLog receives the proxy's own errors (default: discarded; they
 	// are counted and recorded).
@@ -58,10 +57,9 @@ type Options struct {
 // connection ids and h2c work.
 type Proxy struct {
 	rp    *httputil.ReverseProxy
-	asm   *recorder.Assembler
-	pipe  *recorder.Pipeline
+	rec   *recorder.Recorder // nil: not recording
 	m     *recorder.Metrics
-	conns atomic.Int64
+	conns atomic.Int64 // connection ids when not recording
 }
 
 // NewTransport returns the tuned upstream transport: large idle pool (the
@@ -95,12 +93,9 @@ func New(opts Options) (*Proxy, error) {
 	if opts.ErrorLog == nil {
 		opts.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	p := &Proxy{asm: opts.Assembler, pipe: opts.Pipeline, m: opts.Metrics}
-	if p.asm == nil || p.pipe == nil {
-		p.asm, p.pipe = nil, nil
-	}
-	if p.m == nil && p.pipe != nil {
-		p.m = p.pipe.Metrics()
+	p := &Proxy{rec: opts.Recorder, m: opts.Metrics}
+	if p.m == nil && p.rec != nil {
+		p.m = p.rec.Metrics()
 	}
 	if p.m == nil {
 		p.m = recorder.NewMetrics(nil)
@@ -154,10 +149,16 @@ type connState struct {
 	next atomic.Int32
 }
 
-// ConnContext gives each accepted connection an id; install it as the
-// http.Server's ConnContext (NewServer does).
+// ConnContext gives each accepted connection an id (Recorder.NewConn);
+// install it as the http.Server's ConnContext (NewServer does).
 func (p *Proxy) ConnContext(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, &connState{id: p.conns.Add(1)})
+	var id int64
+	if p.rec != nil {
+		id = p.rec.NewConn()
+	} else {
+		id = p.conns.Add(1)
+	}
+	return context.WithValue(ctx, connKey{}, &connState{id: id})
 }
 
 type exchKey struct{}
@@ -179,16 +180,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cid, cseq = cs.id, cs.next.Add(1)-1
 	}
 	var ex *exchange
-	if p.pipe != nil {
-		key := r.Header.Get(p.asm.Config().SessionHeader)
-		if key == "" {
-			key = strconv.FormatInt(cid, 10)
+	if p.rec != nil {
+		req := recorder.Request{
+			Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header,
 		}
-		if p.pipe.Want(r.Method, r.Host, r.URL.Path, key) {
-			ex = &exchange{rec: p.asm.Begin(start, recorder.ConnInfo{ID: cid, Seq: cseq, Client: r.RemoteAddr})}
-			ex.rec.SetRequest(recorder.Request{
-				Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header,
-			})
+		conn := recorder.ConnInfo{ID: cid, Seq: cseq, Client: r.RemoteAddr}
+		if p.rec.Want(req, conn) {
+			ex = &exchange{rec: p.rec.Begin(start, conn)}
+			ex.rec.SetRequest(req)
 			ex.ctx = r.Context()
 			r = r.WithContext(context.WithValue(r.Context(), exchKey{}, ex))
 		}
@@ -219,8 +218,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			complete := ex.complete.Load()
 			// Off the response's path: an event stream's last chunk is
-			// written after this handler returns (Pipeline.SubmitLater).
-			p.pipe.SubmitLater(func() *formats.Exchange { return ex.rec.Finish(end, complete) })
+			// written after this handler returns (Recorder.SubmitLater).
+			p.rec.SubmitLater(func() *formats.Exchange { return ex.rec.Finish(end, complete) })
 		}
 		if v != nil {
 			panic(v)

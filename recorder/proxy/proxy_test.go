@@ -44,22 +44,24 @@ func (s *memSink) Write(x *formats.Exchange) error {
 
 func (s *memSink) Close() error { return nil }
 
-// rig is a proxy in front of an upstream handler, with its pipeline.
+// rig is a proxy in front of an upstream handler, with its recorder.
 type rig struct {
 	proxyURL string
-	pipe     *recorder.Pipeline
+	pipe     *recorder.Recorder
 	sink     *memSink
 	srv      *http.Server
 }
 
-func newRig(t *testing.T, upstream http.Handler, sink *memSink, popts recorder.PipelineOptions, mod func(*Options)) *rig {
+// newRig starts the proxy; ropts.Config defaults to recorder "t" with a
+// 1 KiB body cap.
+func newRig(t *testing.T, upstream http.Handler, sink *memSink, ropts recorder.Options, mod func(*Options)) *rig {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	return newRigURL(t, up.URL, sink, popts, mod)
+	return newRigURL(t, up.URL, sink, ropts, mod)
 }
 
-func newRigURL(t *testing.T, upstream string, sink *memSink, popts recorder.PipelineOptions, mod func(*Options)) *rig {
+func newRigURL(t *testing.T, upstream string, sink *memSink, ropts recorder.Options, mod func(*Options)) *rig {
 	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
@@ -68,8 +70,11 @@ func newRigURL(t *testing.T, upstream string, sink *memSink, popts recorder.Pipe
 	if sink == nil {
 		sink = &memSink{}
 	}
-	pipe := recorder.NewPipeline(sink, nil, popts)
-	opts := Options{Upstream: u, Assembler: recorder.NewAssembler(recorder.Config{Recorder: "t", Upstream: u.Host, MaxBody: 1 << 10}), Pipeline: pipe}
+	if ropts.Config.Recorder == "" {
+		ropts.Config = recorder.Config{Recorder: "t", Upstream: u.Host, MaxBody: 1 << 10}
+	}
+	pipe := recorder.New(sink, nil, ropts)
+	opts := Options{Upstream: u, Recorder: pipe}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -167,9 +172,9 @@ func TestSSETiming(t *testing.T) {
 		send(`{"choices":[],"usage":{"prompt_tokens":21,"completion_tokens":9}}`, false)
 		send("[DONE]", false)
 	})
-	r := newRig(t, upstream, nil, recorder.PipelineOptions{}, func(o *Options) {
-		o.Assembler = recorder.NewAssembler(recorder.Config{Recorder: "t", ContextHeaders: []string{"x-batch-size", "x-queue-depth", "x-gpu"}})
-	})
+	r := newRig(t, upstream, nil, recorder.Options{
+		Config: recorder.Config{Recorder: "t", ContextHeaders: []string{"x-batch-size", "x-queue-depth", "x-gpu"}},
+	}, nil)
 	body := `{"model":"llama-3-8b","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hello there"}]}`
 	resp, err := http.Post(r.proxyURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -266,7 +271,7 @@ func TestPassThrough(t *testing.T) {
 	})
 	up := httptest.NewServer(upstream)
 	defer up.Close()
-	r := newRigURL(t, up.URL, nil, recorder.PipelineOptions{}, nil)
+	r := newRigURL(t, up.URL, nil, recorder.Options{}, nil)
 
 	big := `{"model":"m","prompt":"` + strings.Repeat("x", 4000) + `"}`
 	send := func(base string, c *http.Client) string {
@@ -333,7 +338,7 @@ func TestH2C(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	r := newRig(t, upstream, nil, recorder.PipelineOptions{}, nil)
+	r := newRig(t, upstream, nil, recorder.Options{}, nil)
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(true)
 	c := &http.Client{Transport: &http.Transport{Protocols: &protos}}
@@ -365,12 +370,12 @@ func TestFailOpen(t *testing.T) {
 	tests := []struct {
 		name   string
 		sink   *memSink
-		opts   recorder.PipelineOptions
+		opts   recorder.Options
 		reason string
 	}{
-		{"writer blocks", &memSink{block: make(chan struct{})}, recorder.PipelineOptions{Queue: 4}, recorder.DropQueueFull},
-		{"writer errors", &memSink{fail: errors.New("disk full")}, recorder.PipelineOptions{}, recorder.DropWrite},
-		{"byte bound", &memSink{block: make(chan struct{})}, recorder.PipelineOptions{QueueBytes: 100}, recorder.DropQueueBytes},
+		{"writer blocks", &memSink{block: make(chan struct{})}, recorder.Options{Pipeline: recorder.PipelineOptions{Queue: 4}}, recorder.DropQueueFull},
+		{"writer errors", &memSink{fail: errors.New("disk full")}, recorder.Options{}, recorder.DropWrite},
+		{"byte bound", &memSink{block: make(chan struct{})}, recorder.Options{Pipeline: recorder.PipelineOptions{QueueBytes: 100}}, recorder.DropQueueBytes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -440,7 +445,7 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRigURL(t, tt.upstream, nil, recorder.PipelineOptions{}, tt.mod)
+			r := newRigURL(t, tt.upstream, nil, recorder.Options{}, tt.mod)
 			resp, err := http.Get(r.proxyURL + "/v1/chat/completions")
 			if err != nil {
 				t.Fatal(err)
@@ -488,7 +493,7 @@ func TestClientAbort(t *testing.T) {
 			}
 		}
 	})
-	r := newRig(t, upstream, nil, recorder.PipelineOptions{}, nil)
+	r := newRig(t, upstream, nil, recorder.Options{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", r.proxyURL+"/v1/chat/completions", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -516,7 +521,7 @@ func TestClientAbort(t *testing.T) {
 // proxied but not recorded.
 func TestFilterAndSample(t *testing.T) {
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	r := newRig(t, upstream, nil, recorder.PipelineOptions{Filter: recorder.Filter{Paths: []string{"/v1/"}, Methods: []string{"post"}}}, nil)
+	r := newRig(t, upstream, nil, recorder.Options{Filter: recorder.Filter{Paths: []string{"/v1/"}, Methods: []string{"post"}}}, nil)
 	for _, c := range []struct{ method, path string }{{"POST", "/v1/x"}, {"GET", "/v1/x"}, {"POST", "/health"}} {
 		req, _ := http.NewRequest(c.method, r.proxyURL+c.path, strings.NewReader("{}"))
 		resp, err := http.DefaultClient.Do(req)

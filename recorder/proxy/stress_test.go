@@ -25,7 +25,7 @@ func TestManyStreams(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	r := newRig(t, upstream, nil, recorder.PipelineOptions{Queue: 4096}, nil)
+	r := newRig(t, upstream, nil, recorder.Options{Pipeline: recorder.PipelineOptions{Queue: 4096}}, nil)
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	var wg sync.WaitGroup
 	var errs, done atomic.Int64

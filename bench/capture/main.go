@@ -1,0 +1,362 @@
+// Command capture measures what recording costs in CPU, on the same
+// streaming traffic for every recorder in one run: `tcpdump -w` (libpcap's
+// mmap ring and the kernel's BPF filter, no parsing: the floor of getting
+// packets into user space), `reel record --iface lo` (passive capture with
+// redaction and Parquet), a bare httputil.ReverseProxy in the path, and
+// the `reel record` sidecar in the path. Each recorder is a child process;
+// its user and system CPU come from the kernel's accounting when it exits,
+// so the load generator and the upstream (separate processes too) are
+// never counted. An idle phase of the same length measures what a recorder
+// costs with no traffic (start-up, timers); it is reported beside the
+// totals.
+//
+//	bench/capture/run.sh                  # builds reel and this tool, 3 repetitions
+//	go run ./bench/capture -reel /tmp/reel -n 4000 -rate 500 -reps 3
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+)
+
+func main() {
+	mode := flag.String("mode", "bench", "bench; upstream, bareproxy or load (-addr) run one part alone")
+	addr := flag.String("addr", "127.0.0.1:18400", "upstream address (its port is the captured port)")
+	listen := flag.String("listen", "127.0.0.1:18401", "proxy address")
+	reel := flag.String("reel", "reel", "the reel binary to measure")
+	n := flag.Int("n", 4000, "streaming exchanges per phase")
+	rate := flag.Int("rate", 500, "requests per second, open loop")
+	reps := flag.Int("reps", 3, "repetitions of every phase (medians are reported)")
+	events := flag.Int("events", 32, "token events per stream")
+	gap := flag.Duration("gap", 2*time.Millisecond, "time between token events")
+	previous := flag.String("reel-previous", "", "an earlier reel binary to measure beside -reel (passive capture only)")
+	only := flag.String("only", "", "comma-separated parts of the recorders' names to run, e.g. tcpdump,iface (default: all)")
+	flag.Parse()
+	switch *mode {
+	case "upstream":
+		log.Fatal(serveUpstream(*addr, *events, *gap))
+	case "bareproxy":
+		log.Fatal(serveBareProxy(*listen, *addr))
+	case "load":
+		b := &bench{n: *n, rate: *rate}
+		fmt.Printf("%d of %d requests failed\n", b.load(context.Background(), *addr), *n)
+		return
+	case "bench":
+	default:
+		log.Fatalf("unknown -mode %q", *mode)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b := &bench{reel: *reel, addr: *addr, listen: *listen, n: *n, rate: *rate, self: os.Args[0]}
+	if *previous != "" {
+		recorders = slices.Insert(recorders, 2, recorder{name: "previous reel --iface", stop: syscall.SIGTERM, rows: datasetRows,
+			command: func(b *bench, out string) *exec.Cmd {
+				return exec.Command(*previous, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
+			}})
+	}
+	if err := b.run(ctx, *reps, *only); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serveUpstream answers every POST with an OpenAI-style event stream of
+// events token chunks, gap apart, each flushed, then usage and [DONE].
+func serveUpstream(addr string, events int, gap time.Duration) error {
+	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":" token"}}]}` + "\n\n"
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("X-Batch-Size", "8")
+		f := w.(http.Flusher)
+		for range events {
+			_, _ = io.WriteString(w, chunk)
+			f.Flush()
+			time.Sleep(gap)
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", events)
+	})
+	return http.ListenAndServe(addr, h)
+}
+
+// serveBareProxy is the peer of the sidecar: a reverse proxy that flushes
+// every write and records nothing.
+func serveBareProxy(listen, upstream string) error {
+	u := &url.URL{Scheme: "http", Host: upstream}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	p.Transport = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	return http.ListenAndServe(listen, p)
+}
+
+type bench struct {
+	reel, addr, listen, self string
+	n, rate                  int
+}
+
+// recorder is one way of recording the traffic.
+type recorder struct {
+	name    string
+	inPath  bool // requests go through it (proxies) rather than past it (captures)
+	command func(b *bench, out string) *exec.Cmd
+	stop    os.Signal
+	rows    func(out string) (int, error) // exchanges it wrote, if it writes a dataset
+}
+
+var recorders = []recorder{
+	{name: "tcpdump -w", stop: os.Interrupt, command: func(b *bench, out string) *exec.Cmd {
+		return exec.Command("tcpdump", "-i", "lo", "-s", "0", "-w", filepath.Join(out, "cap.pcap"), "tcp", "port", port(b.addr))
+	}},
+	{name: "reel record --iface", stop: syscall.SIGTERM, rows: datasetRows, command: func(b *bench, out string) *exec.Cmd {
+		return exec.Command(b.reel, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
+	}},
+	{name: "bare ReverseProxy", inPath: true, stop: syscall.SIGTERM, command: func(b *bench, out string) *exec.Cmd {
+		return exec.Command(b.self, "-mode", "bareproxy", "-listen", b.listen, "-addr", b.addr)
+	}},
+	{name: "reel record sidecar", inPath: true, stop: syscall.SIGTERM, rows: datasetRows, command: func(b *bench, out string) *exec.Cmd {
+		return exec.Command(b.reel, "record", "--listen", b.listen, "--upstream", "http://"+b.addr, "--out", out, "--metrics-listen", "")
+	}},
+}
+
+// sample is one phase's measurement.
+type sample struct {
+	user, sys time.Duration
+	rows      int
+	errors    int
+}
+
+func (b *bench) run(ctx context.Context, reps int, only string) error {
+	up := exec.Command(b.self, "-mode", "upstream", "-addr", b.addr, "-events", flag.Lookup("events").Value.String(), "-gap", flag.Lookup("gap").Value.String())
+	up.Stderr = os.Stderr
+	if err := up.Start(); err != nil {
+		return fmt.Errorf("start upstream: %w", err)
+	}
+	defer func() { _ = up.Process.Kill(); _ = up.Wait() }()
+	if err := waitListening(b.addr, 5*time.Second); err != nil {
+		return err
+	}
+	var chosen []recorder
+	for _, r := range recorders {
+		if only == "" || slices.ContainsFunc(strings.Split(only, ","), func(part string) bool { return strings.Contains(r.name, part) }) {
+			chosen = append(chosen, r)
+		}
+	}
+	fmt.Printf("# %d streaming exchanges at %d req/s per phase, %d repetitions, %d cores, load %s\n",
+		b.n, b.rate, reps, nprocs(), loadavg())
+	busy := map[string][]sample{}
+	idle := map[string][]sample{}
+	for rep := range reps {
+		for _, r := range chosen {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s, err := b.phase(ctx, r, true)
+			if err != nil {
+				return fmt.Errorf("%s, repetition %d: %w", r.name, rep+1, err)
+			}
+			busy[r.name] = append(busy[r.name], s)
+			s, err = b.phase(ctx, r, false)
+			if err != nil {
+				return fmt.Errorf("%s idle, repetition %d: %w", r.name, rep+1, err)
+			}
+			idle[r.name] = append(idle[r.name], s)
+		}
+	}
+	floor := medianCPU(busy["tcpdump -w"], b.n, func(s sample) time.Duration { return s.user + s.sys })
+	bare := medianCPU(busy["bare ReverseProxy"], b.n, func(s sample) time.Duration { return s.user + s.sys })
+	fmt.Printf("%-22s %12s %12s %12s %12s %10s %10s %8s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "rows")
+	for _, r := range chosen {
+		ss := busy[r.name]
+		total := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user + s.sys })
+		user := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user })
+		sys := medianCPU(ss, b.n, func(s sample) time.Duration { return s.sys })
+		idleCPU := medianCPU(idle[r.name], b.n, func(s sample) time.Duration { return s.user + s.sys })
+		rows := "—"
+		if r.rows != nil {
+			var rs []string
+			for _, s := range ss {
+				rs = append(rs, strconv.Itoa(s.rows))
+			}
+			rows = strings.Join(rs, "/")
+		}
+		fmt.Printf("%-22s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s\n", r.name, total, user, sys, idleCPU,
+			ratio(total, floor), ratio(total, bare), rows)
+	}
+	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges)")
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// phase starts r, sends the traffic (if busy) or waits as long (if not),
+// stops r and returns its CPU.
+func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error) {
+	out, err := os.MkdirTemp("", "reel-capture-bench-")
+	if err != nil {
+		return sample{}, err
+	}
+	defer os.RemoveAll(out)
+	cmd := r.command(b, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "REEL_REDACT_KEY=capture-bench-key-0123456789abcdef")
+	if err := cmd.Start(); err != nil {
+		return sample{}, fmt.Errorf("start: %w", err)
+	}
+	target := b.addr
+	if r.inPath {
+		target = b.listen
+		if err := waitListening(b.listen, 5*time.Second); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return sample{}, fmt.Errorf("%w: %s", err, stderr.String())
+		}
+	} else {
+		time.Sleep(time.Second) // a capture has no port to wait for: give it time to attach
+	}
+	var s sample
+	if busy {
+		s.errors = b.load(ctx, target)
+	} else {
+		time.Sleep(time.Duration(b.n) * time.Second / time.Duration(b.rate))
+	}
+	time.Sleep(300 * time.Millisecond) // the last packets reach a capture
+	_ = cmd.Process.Signal(r.stop)
+	err = cmd.Wait()
+	if cmd.ProcessState == nil {
+		return sample{}, fmt.Errorf("wait: %w", err)
+	}
+	s.user, s.sys = cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
+	if busy && r.rows != nil {
+		if s.rows, err = r.rows(out); err != nil {
+			return sample{}, fmt.Errorf("count rows: %w (%s)", err, stderr.String())
+		}
+	}
+	if busy && s.errors > 0 {
+		log.Printf("%s: %d of %d requests failed", r.name, s.errors, b.n)
+	}
+	return s, nil
+}
+
+// load sends b.n streaming requests at b.rate on an absolute schedule and
+// reads every response to its end; it returns how many failed.
+func (b *bench) load(ctx context.Context, target string) int {
+	body := []byte(`{"model":"m","stream":true,"max_tokens":32,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"` +
+		strings.Repeat("Tell me about the weather in the mountains in winter. ", 12) + `"}]}`)
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	u := "http://" + target + "/v1/chat/completions"
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range b.n {
+		due := start.Add(time.Duration(i) * time.Second / time.Duration(b.rate))
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return int(failed.Load()) + b.n - i
+			case <-time.After(d):
+			}
+		}
+		wg.Go(func() {
+			resp, err := client.Post(u, "application/json", bytes.NewReader(body))
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(failed.Load())
+}
+
+func datasetRows(out string) (int, error) {
+	files, err := formats.ListFiles([]string{out})
+	if err != nil {
+		return 0, err
+	}
+	rows := 0
+	for _, f := range files {
+		fi, err := formats.StatFile(f)
+		if err != nil {
+			return 0, err
+		}
+		rows += int(fi.Rows)
+	}
+	return rows, nil
+}
+
+func medianCPU(ss []sample, n int, f func(sample) time.Duration) float64 {
+	if len(ss) == 0 {
+		return 0
+	}
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = float64(f(s).Microseconds()) / float64(n)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func waitListening(addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listening on %s after %v", addr, limit)
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+func nprocs() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return max(bytes.Count(b, []byte("processor\t:")), 1)
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
