@@ -173,7 +173,7 @@ func TestS3UploadRetryAndRestart(t *testing.T) {
 			t.Fatalf("write %d: %v (a failing bucket must not fail Write)", i, err)
 		}
 	}
-	err = w.Close()
+	err = w.Close(context.Background())
 	st := w.Stats()
 	if err == nil || !strings.Contains(err.Error(), "not uploaded") {
 		t.Fatalf("close: %v, want the files not uploaded reported", err)
@@ -186,7 +186,7 @@ func TestS3UploadRetryAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.Close(); err != nil {
+	if err := w2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st2 := w2.Stats(); st2.Uploaded != st.FilesClosed {

@@ -221,9 +221,10 @@ func (u *uploader) upload(rel string) (int64, error) {
 	return st.Size(), nil
 }
 
-// finish uploads what is queued, for at most wait, then stops. It returns
-// an error naming what is still waiting in the local directory.
-func (u *uploader) finish(wait time.Duration) error {
+// finish uploads what is queued until ctx ends or for at most wait, then
+// stops. It returns an error naming what is still waiting in the local
+// directory.
+func (u *uploader) finish(ctx context.Context, wait time.Duration) error {
 	u.mu.Lock()
 	u.draining = true
 	u.mu.Unlock()
@@ -236,6 +237,10 @@ func (u *uploader) finish(wait time.Duration) error {
 	case <-u.done:
 		t.Stop()
 	case <-t.C:
+		u.cancel()
+		<-u.done
+	case <-ctx.Done():
+		t.Stop()
 		u.cancel()
 		<-u.done
 	}

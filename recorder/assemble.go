@@ -49,6 +49,11 @@ type Config struct {
 	// SessionHeader names the request header holding the session key
 	// (default "x-session-id").
 	SessionHeader string
+	// SessionFields are request-body fields (dotted paths, see
+	// DefaultSessionFields) read into the session column when the header
+	// is absent; the first present wins. Default none. They are read on
+	// the pipeline's workers, from the raw body, before redaction.
+	SessionFields []string
 	// Epoch makes sequence numbers and connection ids unique across
 	// restarts of a recorder on one dataset: both count up from
 	// EpochBase(Epoch). New takes it from a formats.Writer sink
@@ -126,11 +131,11 @@ type ConnInfo struct {
 
 // Request is the request line and headers of an exchange.
 type Request struct {
-	Method   string
-	Host     string
-	Path     string // escaped path, without the query
-	RawQuery string // query without the '?'
-	Header   http.Header
+	Method   string      // GET, POST, …
+	Host     string      // Host header (HTTP/1.1) or :authority (HTTP/2)
+	Path     string      // escaped path, without the query
+	RawQuery string      // query without the '?'
+	Header   http.Header // request headers; read, not retained
 }
 
 // Begin starts an exchange whose first request byte was seen at start and

@@ -29,10 +29,11 @@ type PipelineOptions struct {
 // fail-open: Submit never blocks, and an exchange that cannot be queued or
 // written is dropped and counted by reason.
 type pipeline struct {
-	sink Sink
-	red  Redactor
-	opts PipelineOptions
-	m    *Metrics
+	sink          Sink
+	red           Redactor
+	opts          PipelineOptions
+	m             *Metrics
+	sessionFields []string // Config.SessionFields
 
 	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
 	closed  bool
@@ -49,14 +50,15 @@ type pipeline struct {
 	qbytes   atomic.Int64 // body bytes queued or being written
 	lastWarn atomic.Int64 // unix ns of the last Warn call
 	written  chan item
-	cpu      chan struct{} // a token per stage that may run at once; see NewPipeline
-	done     chan struct{} // closed when the writer has closed the sink
-	closeErr error         // the sink's Close error, valid after done
+	cpu      chan struct{}   // a token per stage that may run at once; see NewPipeline
+	done     chan struct{}   // closed when the writer has closed the sink
+	closeCtx context.Context // Close's ctx, set before the queue is closed
+	closeErr error           // the sink's Close error, valid after done
 }
 
 // newPipeline starts a pipeline writing to sink. red may be nil to record
 // raw (unredacted) exchanges. Close it to flush and close the sink.
-func newPipeline(sink Sink, red Redactor, opts PipelineOptions) *pipeline {
+func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []string) *pipeline {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
@@ -70,7 +72,7 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions) *pipeline {
 		opts.Metrics = NewMetrics(nil)
 	}
 	p := &pipeline{
-		sink: sink, red: red, opts: opts, m: opts.Metrics,
+		sink: sink, red: red, opts: opts, m: opts.Metrics, sessionFields: sessionFields,
 		queue:   make(chan item, opts.Queue),
 		written: make(chan item, opts.Workers*4),
 		// Recording work (redaction, Parquet encoding, a row group's
@@ -201,6 +203,9 @@ func (p *pipeline) work() {
 		x := it.x
 		p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
 		p.cpu <- struct{}{}
+		if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
+			x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
+		}
 		Enrich(x)
 		if p.red != nil {
 			p.red.RedactExchange(x)
@@ -232,7 +237,7 @@ func (p *pipeline) write() {
 		}
 		p.qbytes.Add(-it.size)
 	}
-	p.closeErr = p.sink.Close()
+	p.closeErr = p.sink.Close(p.closeCtx)
 }
 
 // item is a queued exchange and the bytes Submit charged for it (redaction
@@ -271,6 +276,7 @@ func (p *pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
+		p.closeCtx = ctx
 		close(p.queue)
 	}
 	p.mu.Unlock()

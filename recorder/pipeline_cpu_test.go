@@ -34,7 +34,7 @@ func (b *busyStages) RedactExchange(*formats.Exchange) { b.enter(); b.leave() }
 
 func (b *busyStages) Write(*formats.Exchange) error { b.enter(); b.n.Add(1); b.leave(); return nil }
 
-func (b *busyStages) Close() error { return nil }
+func (b *busyStages) Close(context.Context) error { return nil }
 
 // TestPipelineLeavesAPForForwarding checks that the workers and the writer
 // together never occupy more than GOMAXPROCS-1 Ps (at least one), so that a
@@ -44,7 +44,7 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 		t.Run("gomaxprocs="+strconv.Itoa(procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			b := &busyStages{}
-			p := newPipeline(b, b, PipelineOptions{Workers: 4, Queue: 4096})
+			p := newPipeline(b, b, PipelineOptions{Workers: 4, Queue: 4096}, nil)
 			const n = 400
 			for i := range n {
 				if !p.Submit(&formats.Exchange{Seq: int64(i)}) {

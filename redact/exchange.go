@@ -13,7 +13,8 @@ import (
 // every column that copies a request or response value (path, query,
 // host, model, client, session, upstream, context headers, error, header
 // names and values) and both bodies.
-// It sets PrefixHashes and Topic from the raw request, and RedactErr when a
+// It sets PrefixHashes, Topic and the turn links (LinkTurns) from the raw
+// bodies, and RedactErr when a
 // body could not be redacted; that body is then emptied (its size fields
 // are kept). It never panics.
 func (r *Redactor) RedactExchange(x *formats.Exchange) {
@@ -28,6 +29,7 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
+	LinkTurns(x, r.key) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client, _ = r.detect(x.Client)

@@ -36,18 +36,16 @@ flags:
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("compact", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "compact hours overlapping this time and later (RFC 3339)")
-	to := fs.String("to", "", "compact hours before this time (RFC 3339)")
+	var from, to timeValue
+	fs.Var(&from, "from", "compact hours overlapping this time and later (RFC 3339)")
+	fs.Var(&to, "to", "compact hours before this time (RFC 3339, or a duration after --from such as +24h)")
 	minAge := fs.Duration("min-age", formats.DefaultCompactMinAge, "leave alone hours that ended less than this long ago (0: every hour)")
 	level := fs.Int("level", int(formats.DefaultCompactLevel), "zstd level of the new files (1 fastest … 4 best)")
 	tempDir := fs.String("temp-dir", "", "local directory for the new files of a storage URL before their upload (default: the system's)")
 	asJSON := fs.Bool("json", false, "print what was done per hour as JSON lines")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, compactUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageFunc(fs, compactUsage)
 	hint := "reel compact ./capture"
-	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+	if helped, err := parseFlags(fs, args, hint, stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -62,11 +60,11 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	opts.Level = zstd.Level(*level)
 	var err error
-	if opts.From, err = parseAnalysisTime("--from", *from); err != nil {
+	if opts.From, err = from.resolve("--from", time.Time{}, ""); err != nil {
 		return &usageError{msg: err.Error(), hint: hint + " --from 2026-03-04T00:00:00Z"}
 	}
-	if opts.To, err = parseAnalysisTime("--to", *to); err != nil {
-		return &usageError{msg: err.Error(), hint: hint + " --to 2026-03-05T00:00:00Z"}
+	if opts.To, err = to.resolve("--to", opts.From, "--from"); err != nil {
+		return &usageError{msg: err.Error(), hint: hint + " --from 2026-03-04T00:00:00Z --to +24h"}
 	}
 	enc := json.NewEncoder(stdout)
 	opts.Progress = func(h formats.CompactHour) {

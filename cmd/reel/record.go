@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -79,6 +78,7 @@ type recordFlags struct {
 	raw                            bool
 	contextHeaders                 []string
 	sessionHeader                  string
+	sessionFields                  []string
 	queue                          int
 	sample                         float64
 	paths, methods, hosts          []string
@@ -104,7 +104,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f recordFlags
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
+	fs.Usage = usageFunc(fs, recordUsage)
 	fs.StringVar(&f.out, "out", "", "dataset directory or storage URL: s3://bucket/prefix, gs://…, file:///… (required; docs/storage.md)")
 	fs.StringVar(&f.spoolDir, "spool-dir", "", "with a storage URL --out: local directory for the spool and closed files until uploaded; use a volume that outlives the process (default: under the system's temporary directory)")
 	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
@@ -118,7 +118,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f.redactor.register(fs)
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
 	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
-	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample and replay --sessions recorded)")
+	fs.StringSliceVar(&f.sessionFields, "session-field", nil, "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
 	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
 	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
 	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
@@ -130,7 +131,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
-	if helped, err := parseFlags(fs, args, "reel record --help"); helped || err != nil {
+	if helped, err := parseFlags(fs, args, "reel record --help", stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -198,7 +199,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer func() {
-			if err := run.Close(); err != nil {
+			if err := run.Close(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintf(stderr, "reel record: %v\n", err)
 			}
 		}()
@@ -286,7 +287,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 	}, red, recorder.Options{
 		Config: recorder.Config{
 			Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
-			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
+			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader, SessionFields: f.sessionFields,
 		},
 		Pipeline: recorder.PipelineOptions{
 			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
@@ -367,27 +368,14 @@ func serveRecordMetrics(addr string, reg *prometheus.Registry, stderr io.Writer)
 	return func() { srv.Close() }, nil
 }
 
-var recordSizeRE = regexp.MustCompile(`(?i)^(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?$`)
-
-// parseRecordSize parses a byte size: 1048576, 512KiB, 128MiB, 1GB, 1.5G.
-// Binary (KiB) and decimal (KB) units are both accepted; K/M/G alone are
-// binary.
+// parseRecordSize parses a byte size as sizeValue does (flags.go), as a
+// usage error naming the flag.
 func parseRecordSize(flag, s string) (int64, error) {
-	m := recordSizeRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, &usageError{msg: fmt.Sprintf("%s %q: want a size like 1048576, 512KiB or 128MiB", flag, s), hint: "reel record " + flag + " 128MiB"}
+	n, err := parseSize(s) // flags.go: the one size parser (sizeValue)
+	if err != nil {
+		return 0, &usageError{msg: fmt.Sprintf("%s: %v", flag, err), hint: "reel record " + flag + " 128MiB"}
 	}
-	n, _ := strconv.ParseFloat(m[1], 64)
-	unit := strings.ToUpper(m[2])
-	mult := 1.0
-	if unit != "" && unit != "B" {
-		base := 1024.0
-		if strings.HasSuffix(unit, "B") && !strings.Contains(unit, "I") {
-			base = 1000
-		}
-		mult = map[byte]float64{'K': base, 'M': base * base, 'G': base * base * base, 'T': base * base * base * base}[unit[0]]
-	}
-	return int64(n * mult), nil
+	return n, nil
 }
 
 // defaultRecorderID is the host name, made safe for file names.
