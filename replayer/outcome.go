@@ -6,8 +6,8 @@ package replayer
 // says so, naming the causes.
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -79,7 +79,7 @@ func CheckMeasured(s *analysis.Summary, causes *analysis.Causes, maxErrorRate fl
 }
 
 // TallySink passes results to Sink and tallies the causes of the failed
-// ones. Close closes Sink when it is an io.Closer.
+// ones. Close closes Sink under the Close convention (Close(ctx)).
 type TallySink struct {
 	Sink
 	mu     sync.Mutex // guards causes: Write may be called from the run's goroutines
@@ -95,9 +95,9 @@ func (t *TallySink) Write(r *formats.Result) error {
 }
 
 // Close closes the wrapped sink.
-func (t *TallySink) Close() error {
-	if c, ok := t.Sink.(io.Closer); ok {
-		return c.Close()
+func (t *TallySink) Close(ctx context.Context) error {
+	if c, ok := t.Sink.(interface{ Close(context.Context) error }); ok {
+		return c.Close(ctx)
 	}
 	return nil
 }
