@@ -22,6 +22,10 @@ type PipelineOptions struct {
 	// Warn receives sink errors, at most one a second (default: dropped;
 	// they are always counted).
 	Warn func(error)
+
+	// maxBody is the recorder's body cap (Config.MaxBody), held again
+	// after redaction; New sets it. 0: no cap.
+	maxBody int64
 }
 
 // pipeline carries exchanges from the capture sources to the Sink: a
@@ -212,6 +216,7 @@ func (p *pipeline) work() {
 			if x.RedactErr != "" {
 				p.m.RedactionErrors.Inc()
 			}
+			capRedacted(x, p.opts.maxBody)
 		}
 		<-p.cpu
 		p.written <- it
@@ -238,6 +243,24 @@ func (p *pipeline) write() {
 		p.qbytes.Add(-it.size)
 	}
 	p.closeErr = p.sink.Close(p.closeCtx)
+}
+
+// capRedacted holds the body cap after redaction: a redacted body can be
+// longer than the raw one it came from (a compressed body cut at the cap
+// decompresses, and is compressed again, whole; invalid UTF-8 becomes
+// U+FFFD), and --max-body promises the bytes stored.
+func capRedacted(x *formats.Exchange, limit int64) {
+	if limit <= 0 {
+		return
+	}
+	if int64(len(x.ReqBody)) > limit {
+		x.ReqBody, x.ReqBodyTrunc = x.ReqBody[:limit], true
+	}
+	if int64(len(x.RespBody)) > limit {
+		x.RespBody = x.RespBody[:limit]
+		// exchange/1 marks a cut response by a body shorter than its size.
+		x.RespBodyBytes = max(x.RespBodyBytes, limit+1)
+	}
 }
 
 // item is a queued exchange and the bytes Submit charged for it (redaction

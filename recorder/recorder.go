@@ -119,8 +119,10 @@ func New(sink Sink, red Redactor, opts Options) *Recorder {
 			opts.Config.Epoch = e.Epoch()
 		}
 	}
+	asm := NewAssembler(opts.Config)
+	opts.Pipeline.maxBody = asm.cfg.MaxBody
 	r := &Recorder{
-		asm:     NewAssembler(opts.Config),
+		asm:     asm,
 		pipe:    newPipeline(sink, red, opts.Pipeline, opts.Config.SessionFields),
 		filter:  opts.Filter,
 		sampleT: math.MaxUint64,

@@ -79,7 +79,8 @@ func CheckMeasured(s *analysis.Summary, causes *analysis.Causes, maxErrorRate fl
 }
 
 // TallySink passes results to Sink and tallies the causes of the failed
-// ones. Close closes Sink under the Close convention (Close(ctx)).
+// ones. Close(ctx) closes Sink when it has such a method (the Close
+// convention: cancel and wait).
 type TallySink struct {
 	Sink
 	mu     sync.Mutex // guards causes: Write may be called from the run's goroutines
