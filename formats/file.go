@@ -72,14 +72,18 @@ type fileConfig struct {
 	rotateSize    int64
 	pageBytes     int               // page buffer size; 0: 1 MiB
 	meta          map[string]string // complete key-value metadata
-	disk          disk              // where files are created
+	disk          disk              // where files are created; nil: the operating system's
 }
 
 func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now time.Time, cfg fileConfig, ratio float64) (*fileWriter[T], error) {
 	if err := os.MkdirAll(filepath.Dir(temp), 0o755); err != nil {
 		return nil, fmt.Errorf("create partition: %w", err)
 	}
-	f, err := cfg.disk.create(temp)
+	d := cfg.disk
+	if d == nil {
+		d = osDisk{}
+	}
+	f, err := d.create(temp)
 	if err != nil {
 		return nil, fmt.Errorf("create file: %w", err)
 	}
