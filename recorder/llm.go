@@ -6,12 +6,13 @@ import (
 	"strings"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // Enrich derives the LLM fields of x from its raw (unredacted) bodies:
 // model, stream, max_tokens (or max_completion_tokens) from an
-// OpenAI-compatible JSON request, prompt and output tokens from a
-// non-streaming JSON response's `usage`, and a prompt-token estimate when no
+// OpenAI-compatible JSON request, prompt, output and cached tokens from a
+// non-streaming JSON response's `usage` (sse.ResponseUsage), and a prompt-token estimate when no
 // upstream usage was seen. It must run before redaction. Fields already set
 // (from SSE usage, for example) are kept. Bodies that are not JSON are left
 // alone.
@@ -44,19 +45,16 @@ func Enrich(x *formats.Exchange) {
 	// its wire size was cut at --max-body.
 	respTrunc := int64(len(x.RespBody)) < x.RespBodyBytes
 	if x.RespBody != nil && !respTrunc && looksJSON(x.RespContentType, x.RespBody) {
-		var resp struct {
-			Usage *struct {
-				PromptTokens     int64 `json:"prompt_tokens"`
-				CompletionTokens int64 `json:"completion_tokens"`
-			} `json:"usage"`
-		}
-		if json.Unmarshal(x.RespBody, &resp) == nil && resp.Usage != nil {
-			if resp.Usage.PromptTokens > 0 && x.PromptTokensSource != formats.TokensFromUsage {
-				x.PromptTokens = clamp32(resp.Usage.PromptTokens)
+		if u, ok := sse.ResponseUsage(x.RespBody); ok {
+			if u.PromptTokens > 0 && x.PromptTokensSource != formats.TokensFromUsage {
+				x.PromptTokens = clamp32(u.PromptTokens)
 				x.PromptTokensSource = formats.TokensFromUsage
 			}
-			if resp.Usage.CompletionTokens > 0 && x.OutputTokens == 0 {
-				x.OutputTokens = clamp32(resp.Usage.CompletionTokens)
+			if u.CompletionTokens > 0 && x.OutputTokens == 0 {
+				x.OutputTokens = clamp32(u.CompletionTokens)
+			}
+			if u.HasCached && x.CachedTokens == nil {
+				x.CachedTokens = u.CachedColumn()
 			}
 		}
 	}

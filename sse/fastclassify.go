@@ -13,7 +13,7 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	w := walker{b: data}
 	var (
 		usage, msgUsage usageVal
-		seen            uint16
+		seen            uint32
 	)
 	ok = w.object(func(k int) bool {
 		switch k {
@@ -46,7 +46,7 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	}
 	if u.set {
 		c.HasUsage = true
-		c.Usage = Usage{PromptTokens: u.prompt + u.input, CompletionTokens: u.completion + u.output}
+		c.Usage = u.usage()
 	}
 	return c, true
 }
@@ -70,11 +70,18 @@ const (
 	keyCompletionTokens
 	keyInputTokens
 	keyOutputTokens
+	keyPromptTokensDetails
+	keyInputTokensDetails
+	keyCachedTokens
+	keyCacheReadInputTokens
+	keyCacheCreationInputTokens
 )
 
 var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "content",
 	"reasoning_content", "reasoning", "partial_json", "tool_calls", "function", "arguments",
-	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"}
+	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
+	"prompt_tokens_details", "input_tokens_details", "cached_tokens",
+	"cache_read_input_tokens", "cache_creation_input_tokens"}
 
 // maxDepth bounds the nesting the fast path follows.
 const maxDepth = 64
@@ -86,12 +93,36 @@ type walker struct {
 }
 
 type usageVal struct {
-	set                               bool
-	prompt, completion, input, output int64
+	set bool
+	usageFields
+}
+
+// optInt reads an integer or null; has says which (null is "not
+// reported", as encoding/json decodes it into a nil pointer).
+func (w *walker) optInt(dst *int64, has *bool) bool {
+	w.ws()
+	if w.literal("null") {
+		*dst, *has = 0, false
+		return true
+	}
+	*has = true
+	return w.int(dst)
+}
+
+// details reads a prompt_tokens_details or input_tokens_details object (or
+// null) for its cached_tokens.
+func (w *walker) details(dst *int64, has *bool) bool {
+	var seen uint32
+	return w.objectOrNull(func(k int) bool {
+		if k != keyCachedTokens {
+			return w.skipValue()
+		}
+		return w.optInt(dst, has)
+	}, &seen)
 }
 
 func (w *walker) choice(c *Chunk) bool {
-	var seen uint16
+	var seen uint32
 	return w.objectOrNull(func(k int) bool {
 		switch k {
 		case keyDelta:
@@ -104,19 +135,19 @@ func (w *walker) choice(c *Chunk) bool {
 }
 
 func (w *walker) delta(c *Chunk) bool {
-	var seen uint16
+	var seen uint32
 	return w.objectOrNull(func(k int) bool {
 		switch k {
 		case keyContent, keyReasoningContent, keyReasoning, keyText, keyPartialJSON:
 			return w.nonEmpty(&c.Tokens)
 		case keyToolCalls:
 			return w.array(func() bool {
-				var seen uint16
+				var seen uint32
 				return w.objectOrNull(func(k int) bool {
 					if k != keyFunction {
 						return w.skipValue()
 					}
-					var seen uint16
+					var seen uint32
 					return w.objectOrNull(func(k int) bool {
 						if k != keyArguments {
 							return w.skipValue()
@@ -136,7 +167,7 @@ func (w *walker) usage(u *usageVal) bool {
 		return true
 	}
 	u.set = true
-	var seen uint16
+	var seen uint32
 	return w.object(func(k int) bool {
 		switch k {
 		case keyPromptTokens:
@@ -147,6 +178,14 @@ func (w *walker) usage(u *usageVal) bool {
 			return w.int(&u.input)
 		case keyOutputTokens:
 			return w.int(&u.output)
+		case keyCacheCreationInputTokens:
+			return w.int(&u.cacheCreation)
+		case keyCacheReadInputTokens:
+			return w.optInt(&u.cacheRead, &u.hasCacheRead)
+		case keyPromptTokensDetails:
+			return w.details(&u.promptCached, &u.hasPromptCached)
+		case keyInputTokensDetails:
+			return w.details(&u.inputCached, &u.hasInputCached)
 		}
 		return w.skipValue()
 	}, &seen)
@@ -246,7 +285,7 @@ func (w *walker) next(closing byte) (done, ok bool) {
 // object walks an object, calling field with the index of each key (keyOther
 // for irrelevant ones) positioned before its value; field must consume it.
 // seen guards against duplicate relevant keys (one bit per key index).
-func (w *walker) object(field func(k int) bool, seen *uint16) bool {
+func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 	if empty, ok := w.open('{', '}'); empty || !ok {
 		return ok
 	}
@@ -272,7 +311,7 @@ func (w *walker) object(field func(k int) bool, seen *uint16) bool {
 			}
 		}
 		if k != keyOther {
-			bit := uint16(1) << k
+			bit := uint32(1) << k
 			if *seen&bit != 0 {
 				return false
 			}
@@ -287,7 +326,7 @@ func (w *walker) object(field func(k int) bool, seen *uint16) bool {
 	}
 }
 
-func (w *walker) objectOrNull(field func(k int) bool, seen *uint16) bool {
+func (w *walker) objectOrNull(field func(k int) bool, seen *uint32) bool {
 	w.ws()
 	if w.literal("null") {
 		return true
@@ -362,7 +401,7 @@ func (w *walker) skipValue() bool {
 	case c == '"':
 		return w.skipString()
 	case c == '{':
-		var seen uint16
+		var seen uint32
 		return w.object(func(int) bool { return w.skipValue() }, &seen)
 	case c == '[':
 		return w.array(w.skipValue)
