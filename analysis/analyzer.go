@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,13 @@ type Options struct {
 	// MaxGroups caps distinct routes and models; the rest are "(other)"
 	// (default 256).
 	MaxGroups int
+	// ExactValues bounds the metric values kept exactly, over every
+	// distribution of the run together (the run's, each frame's and each
+	// group's; default DefaultExactValues, about 8 bytes each). Beyond it
+	// the largest distributions are summarised by sketches, whose quantiles
+	// are within SketchRelErr of the exact ones (Quantiles.RelErr says
+	// which); small ones stay exact. Negative: sketch every distribution.
+	ExactValues int
 	// MaxPrefixBlocks caps the distinct prefix-block hashes remembered for
 	// the prefix-sharing ratio; beyond it the ratio is a lower bound
 	// (default 1<<20, about 40 MB).
@@ -146,6 +154,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxGroups <= 0 {
 		o.MaxGroups = 256
 	}
+	switch {
+	case o.ExactValues == 0:
+		o.ExactValues = DefaultExactValues
+	case o.ExactValues < 0:
+		o.ExactValues = -1
+	}
 	if o.MaxPrefixBlocks <= 0 {
 		o.MaxPrefixBlocks = 1 << 20
 	}
@@ -154,31 +168,31 @@ func (o Options) withDefaults() Options {
 
 // Analyzer accumulates requests and computes a Summary. Add rows in time
 // order (as formats.Reader yields them; shards of one run merge by adding
-// all their rows): peak in flight and ExcludeFirst for recordings rely on
-// it. An Analyzer is not safe for concurrent use.
+// all their rows): peak in flight, inter-arrival gaps and ExcludeFirst for
+// recordings rely on it. It keeps no row: counters and sums, and one
+// distribution per metric for the run, each frame and each group, exact
+// within Options.ExactValues and sketched beyond, so its memory grows with
+// the number of frames and groups, not requests. An Analyzer is not safe
+// for concurrent use.
 type Analyzer struct {
-	opt Options
+	opt    Options
+	budget exactBudget
 
-	// Per-request columns (one entry per added, non-excluded request).
-	frame  []int32 // index into frameStart
-	route  []int32 // index into routes
-	model  []int32 // index into models
-	class  []uint8 // index into classes
-	flags  []uint8 // flagOK | flagMeets
-	prompt []int32 // prompt tokens, 0 unknown
-	out    []int32 // output tokens
-	batch  []int32 // batch size, -1 absent
-	queue  []int32 // queue depth, -1 absent
-	body   []int64 // request body bytes
-	orig   []int64 // original start, ns since epoch
-	lat    [numCols][]int64
+	tot    counts
+	lat    [numCols]dist
+	hist   map[int][]int64 // column → fixed-bin counts (histEdges), for the charted metrics
+	prompt dist            // known prompt lengths (tokens)
+	body   dist            // request body bytes, where known
+	starts arrivals
 
-	frameStart []int64         // frame index → start, ns since epoch
-	frameIdx   map[int64]int32 // start → frame index
-	origin     int64
-	originSet  bool
+	frames    []*frameAcc     // frame index → accumulator
+	frameIdx  map[int64]int32 // start → frame index
+	origin    int64
+	originSet bool
 
-	routes, models, classes dict
+	routes, models, classes   dict
+	byRoute, byModel, byClass []*groupAcc // by dict id
+	byBucket                  []*groupAcc // by prompt bucket (LengthBuckets, then unknown)
 
 	itl, itlToken countDist
 
@@ -198,6 +212,90 @@ type Analyzer struct {
 	prefix prefixCounter
 }
 
+// counts are the per-request numbers a run, a frame or an episode sums.
+type counts struct {
+	n, ok, meets         int64
+	outTokens, okWithOut int64 // output tokens of OK requests; OK requests with some
+	batchSum, queueSum   float64
+	batchN, queueN       int64
+	promptSum            float64
+	promptN              int64
+}
+
+func (c *counts) add(o *observation, ok, meets bool) {
+	c.n++
+	if ok {
+		c.ok++
+		c.outTokens += int64(max(o.outTokens, 0))
+		if o.outTokens > 0 {
+			c.okWithOut++
+		}
+	}
+	if meets {
+		c.meets++
+	}
+	if o.batch > 0 {
+		c.batchSum += float64(o.batch)
+		c.batchN++
+	}
+	if o.queue >= 0 {
+		c.queueSum += float64(o.queue)
+		c.queueN++
+	}
+	if o.promptTokens > 0 {
+		c.promptSum += float64(o.promptTokens)
+		c.promptN++
+	}
+}
+
+func (c *counts) merge(o *counts) {
+	c.n += o.n
+	c.ok += o.ok
+	c.meets += o.meets
+	c.outTokens += o.outTokens
+	c.okWithOut += o.okWithOut
+	c.batchSum += o.batchSum
+	c.batchN += o.batchN
+	c.queueSum += o.queueSum
+	c.queueN += o.queueN
+	c.promptSum += o.promptSum
+	c.promptN += o.promptN
+}
+
+// frameAcc accumulates one frame.
+type frameAcc struct {
+	start  int64 // ns since the epoch
+	c      counts
+	lat    [numCols]dist
+	prompt dist // known prompt lengths, for the long-prompt share
+}
+
+// groupAcc accumulates one breakdown key.
+type groupAcc struct {
+	n, ok           int64
+	e2e, ttft, tpot dist
+}
+
+func (g *groupAcc) add(b *exactBudget, o *observation, ok bool) {
+	g.n++
+	if ok {
+		g.ok++
+	}
+	addLat(b, &g.e2e, o.lat[colE2E])
+	addLat(b, &g.ttft, o.lat[colTTFT])
+	addLat(b, &g.tpot, o.lat[colTPOT])
+}
+
+// addLat adds a latency the request has.
+func addLat(b *exactBudget, d *dist, v int64) {
+	if v != missing {
+		d.add(b, v)
+	}
+}
+
+// charted are the columns whose histograms the Summary carries.
+var charted = map[int]string{colE2E: "e2e", colTTFT: "ttft", colTPOT: "tpot"}
+
 const (
 	flagOK    = 1 << iota // 2xx or 3xx
 	flagMeets             // succeeded and met every SLO bound
@@ -210,11 +308,20 @@ func New(opt Options) *Analyzer {
 		opt:       opt,
 		frameIdx:  map[int64]int32{},
 		tokensSec: map[int64]float64{},
+		hist:      map[int][]int64{},
 		routes:    newDict(opt.MaxGroups),
 		models:    newDict(opt.MaxGroups),
 		classes:   newDict(64),
 		minStart:  math.MaxInt64,
 		maxEnd:    math.MinInt64,
+	}
+	a.budget.limit = int64(max(opt.ExactValues, 0))
+	a.byBucket = make([]*groupAcc, len(opt.LengthBuckets)+2)
+	for i := range a.byBucket {
+		a.byBucket[i] = &groupAcc{}
+	}
+	for c := range charted {
+		a.hist[c] = make([]int64, len(histEdges)-1)
 	}
 	a.prefix.max = opt.MaxPrefixBlocks
 	if !opt.Origin.IsZero() {
@@ -262,40 +369,56 @@ func (a *Analyzer) add(o observation) {
 		a.filtered++
 		return
 	}
-	a.frame = append(a.frame, a.frameOf(o.orig))
-	a.route = append(a.route, a.routes.pair(o.method, o.path))
-	a.model = append(a.model, a.models.id(o.model))
-	a.class = append(a.class, uint8(a.classes.id(o.class)))
-	var fl uint8
-	if isOK(o.class) {
-		fl |= flagOK
-		if a.meets(&o) {
-			fl |= flagMeets
+	b := &a.budget
+	ok := isOK(o.class)
+	meets := ok && a.meets(&o)
+	a.tot.add(&o, ok, meets)
+	fr := a.frames[a.frameOf(o.orig)]
+	fr.c.add(&o, ok, meets)
+	for c := range o.lat {
+		if v := o.lat[c]; v != missing {
+			a.lat[c].add(b, v)
+			fr.lat[c].add(b, v)
+			if h, ok := a.hist[c]; ok {
+				h[histBin(v)]++
+			}
 		}
 	}
-	a.flags = append(a.flags, fl)
-	a.prompt = append(a.prompt, max(o.promptTokens, 0))
-	a.out = append(a.out, max(o.outTokens, 0))
-	b := o.batch
-	if b <= 0 {
-		b = missing
+	if p := o.promptTokens; p > 0 {
+		a.prompt.add(b, int64(p))
+		fr.prompt.add(b, int64(p))
 	}
-	a.batch = append(a.batch, b)
-	q := o.queue
-	if q < 0 {
-		q = missing
+	if o.bodyBytes > 0 {
+		a.body.add(b, o.bodyBytes)
 	}
-	a.queue = append(a.queue, q)
-	a.body = append(a.body, o.bodyBytes)
-	a.orig = append(a.orig, o.orig)
-	for i := range o.lat {
-		a.lat[i] = append(a.lat[i], o.lat[i])
-	}
+	a.starts.add(b, o.orig)
+	groupAt(&a.byRoute, a.routes.pair(o.method, o.path)).add(b, &o, ok)
+	groupAt(&a.byModel, a.models.id(o.model)).add(b, &o, ok)
+	groupAt(&a.byClass, a.classes.id(o.class)).add(b, &o, ok)
+	a.byBucket[a.bucketOf(o.promptTokens)].add(b, &o, ok)
 
-	a.addTiming(&o, fl&flagOK != 0)
+	a.addTiming(&o, ok)
 	if len(o.prefix) > 0 {
 		a.prefix.add(o.prefix)
 	}
+}
+
+// groupAt returns group id of gs, adding groups up to it.
+func groupAt(gs *[]*groupAcc, id int32) *groupAcc {
+	for int(id) >= len(*gs) {
+		*gs = append(*gs, &groupAcc{})
+	}
+	return (*gs)[id]
+}
+
+// bucketOf returns the prompt-length bucket of a prompt: an index into
+// bucketNames(LengthBuckets), then one for unknown lengths.
+func (a *Analyzer) bucketOf(p int32) int {
+	bounds := a.opt.LengthBuckets
+	if p <= 0 {
+		return len(bounds) + 1
+	}
+	return sort.Search(len(bounds), func(j int) bool { return p < bounds[j] })
 }
 
 // addTiming updates duration, concurrency, ITL and token-rate state.
@@ -380,8 +503,8 @@ func (a *Analyzer) frameOf(origNs int64) int32 {
 	if i, ok := a.frameIdx[start]; ok {
 		return i
 	}
-	i := int32(len(a.frameStart))
-	a.frameStart = append(a.frameStart, start)
+	i := int32(len(a.frames))
+	a.frames = append(a.frames, &frameAcc{start: start})
 	a.frameIdx[start] = i
 	return i
 }

@@ -505,3 +505,12 @@ func TestSortInt64(t *testing.T) {
 		}
 	}
 }
+
+// histogramOf bins values (any order) as the analyzer does.
+func histogramOf(vals []int64) Histogram {
+	counts := make([]int64, len(histEdges)-1)
+	for _, v := range vals {
+		counts[histBin(v)]++
+	}
+	return trimHist(counts)
+}

@@ -332,16 +332,24 @@ type sortedSample struct {
 	variance float64
 }
 
+// colSample is one latency column of a run: its exact values, sorted, or
+// (once the run's distribution is sketched) the sketch's bins as counts of
+// distinct values, so intervals for long runs never need every value.
 func colSample(a *Analyzer, col int) sortedSample {
-	var v []int64
-	for _, x := range a.lat[col] {
-		if x != missing {
-			v = append(v, x)
-		}
+	d := &a.lat[col]
+	s := sortedSample{n: d.n, unit: 1}
+	s.mean, s.variance = d.meanVar()
+	if d.exact() {
+		d.sort()
+		s.vals = d.vals
+		return s
 	}
-	sortInt64(v)
-	s := sortedSample{vals: v, n: int64(len(v)), unit: 1}
-	s.mean, s.variance = meanVar(v)
+	var cum int64
+	d.sk.each(func(v, c int64) {
+		cum += c
+		s.keys = append(s.keys, v)
+		s.cum = append(s.cum, cum)
+	})
 	return s
 }
 

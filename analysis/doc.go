@@ -24,8 +24,14 @@
 //	throughput completed/s, output tokens/s, peak 1-s output tokens/s
 //	concurrency ΣE2E ÷ duration, and peak in flight
 //
-// Quantiles are exact, by nearest rank: the p-quantile of n values is the
-// ⌈p·n⌉-th smallest. Memory: an Analyzer keeps about 100 bytes of numbers per
-// request (never bodies, strings or lists) plus one counter per distinct ITL
-// microsecond value, so a million-row result set needs about 100 MB.
+// Quantiles are by nearest rank: the p-quantile of n values is the
+// ⌈p·n⌉-th smallest. They are exact while the run's distributions (the
+// run's, each frame's, each group's) hold at most Options.ExactValues values
+// together (default 2^20, 8 MiB); beyond it the largest distributions become
+// mergeable sketches (DDSketch's logarithmic bins with integer counts) whose
+// quantiles are within SketchRelErr (1 %) of the exact ones, and
+// Quantiles.RelErr says which are. Counts, means, standard deviations and
+// maxima stay exact. An Analyzer keeps no row, so its memory grows with the
+// number of frames and groups (a few KiB each), not with the requests, and
+// the sketches of shards merge exactly.
 package analysis

@@ -35,15 +35,6 @@ func histBin(v int64) int {
 	return min(max(i-1, 0), len(histEdges)-2)
 }
 
-// histogramOf bins values (any order).
-func histogramOf(vals []int64) Histogram {
-	counts := make([]int64, len(histEdges)-1)
-	for _, v := range vals {
-		counts[histBin(v)]++
-	}
-	return trimHist(counts)
-}
-
 // histogramOfDist bins a count distribution of µs values.
 func histogramOfDist(d *countDist) Histogram {
 	counts := make([]int64, len(histEdges)-1)

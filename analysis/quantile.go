@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// Quantiles summarises one metric exactly. P-values use the nearest rank:
-// the p-quantile of n values is the ⌈p·n⌉-th smallest. Std is the
+// Quantiles summarises one metric. P-values use the nearest rank: the
+// p-quantile of n values is the ⌈p·n⌉-th smallest, exactly when RelErr is
+// zero, else within RelErr of it (a sketched distribution: see
+// Options.ExactValues). N, Max, Mean and Std are always exact; Std is the
 // population standard deviation. All fields are zero when N is zero.
 type Quantiles struct {
 	N    int64         `json:"n"`
@@ -19,6 +21,9 @@ type Quantiles struct {
 	Max  time.Duration `json:"max_ns"`
 	Mean time.Duration `json:"mean_ns"`
 	Std  time.Duration `json:"std_ns"`
+	// RelErr is the quantiles' relative error bound: 0 when exact,
+	// SketchRelErr when sketched.
+	RelErr float64 `json:"rel_err,omitempty"`
 }
 
 // At returns the named quantile: 0.5, 0.9, 0.95, 0.99 and 0.999 give the
@@ -50,42 +55,13 @@ func rank(p float64, n int) int {
 	return min(max(i, 0), n-1)
 }
 
-// quantileOf returns the p-quantile of sorted values.
-func quantileOf(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[rank(p, len(sorted))]
-}
-
-// summarize sorts vals in place and summarises them.
+// summarize summarises values exactly; it sorts vals in place.
 func summarize(vals []int64) Quantiles {
-	if len(vals) == 0 {
-		return Quantiles{}
+	d := dist{vals: vals, n: int64(len(vals))}
+	if len(vals) > 0 {
+		d.max = slices.Max(vals)
 	}
-	sortInt64(vals)
-	var sum float64
-	for _, v := range vals {
-		sum += float64(v)
-	}
-	n := float64(len(vals))
-	mean := sum / n
-	var ss float64
-	for _, v := range vals {
-		d := float64(v) - mean
-		ss += d * d
-	}
-	return Quantiles{
-		N:    int64(len(vals)),
-		P50:  time.Duration(quantileOf(vals, 0.5)),
-		P90:  time.Duration(quantileOf(vals, 0.9)),
-		P95:  time.Duration(quantileOf(vals, 0.95)),
-		P99:  time.Duration(quantileOf(vals, 0.99)),
-		P999: time.Duration(quantileOf(vals, 0.999)),
-		Max:  time.Duration(vals[len(vals)-1]),
-		Mean: time.Duration(math.Round(mean)),
-		Std:  time.Duration(math.Round(math.Sqrt(ss / n))),
-	}
+	return d.quantiles()
 }
 
 // countDist is an exact distribution over integer microsecond values kept as

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -34,14 +33,16 @@ type Stats struct {
 	Outliers []Episode `json:"outliers"`
 }
 
-// Sizes summarises a count distribution (bytes, tokens) exactly.
+// Sizes summarises a count distribution (bytes, tokens), exactly or, when
+// RelErr is set, with quantiles within RelErr (as Quantiles).
 type Sizes struct {
-	N    int64   `json:"n"`
-	P50  int64   `json:"p50"`
-	P90  int64   `json:"p90"`
-	P99  int64   `json:"p99"`
-	Max  int64   `json:"max"`
-	Mean float64 `json:"mean"`
+	N      int64   `json:"n"`
+	P50    int64   `json:"p50"`
+	P90    int64   `json:"p90"`
+	P99    int64   `json:"p99"`
+	Max    int64   `json:"max"`
+	Mean   float64 `json:"mean"`
+	RelErr float64 `json:"rel_err,omitempty"`
 }
 
 // Correlation is Pearson's r between a per-frame tail (E2E or TTFT p99)
@@ -169,43 +170,25 @@ const (
 	causeTie = 0.1
 )
 
-// Stats computes the summary plus the traffic description. Its extra memory
-// is one column of the recording.
+// Stats computes the summary plus the traffic description, from the
+// analyzer's distributions and per-frame sums: its extra memory is one
+// distribution of inter-arrival gaps and the frame table.
 func (a *Analyzer) Stats() *Stats {
 	s := a.Summary()
 	st := &Stats{Summary: s, Correlations: []Correlation{}, TTFTCorrelations: []Correlation{}, Outliers: []Episode{}}
-	n := len(a.orig)
-	if n == 0 {
+	arr := &a.starts
+	if arr.n == 0 {
 		return st
 	}
-	starts := slices.Clone(a.orig)
-	slices.Sort(starts)
-	if span := starts[n-1] - starts[0]; span > 0 {
-		st.ArrivalRate = float64(n-1) / (float64(span) / 1e9)
+	if span := arr.max - arr.min; span > 0 {
+		st.ArrivalRate = float64(arr.n-1) / (float64(span) / 1e9)
 	}
-	gaps := make([]int64, 0, n-1)
-	for i := 1; i < n; i++ {
-		gaps = append(gaps, starts[i]-starts[i-1])
-	}
-	starts = nil
-	st.InterArrival = summarize(gaps)
+	st.InterArrival = arr.interArrival().quantiles()
 	if st.InterArrival.Mean > 0 {
 		st.InterArrivalCV = float64(st.InterArrival.Std) / float64(st.InterArrival.Mean)
 	}
-	gaps = gaps[:0]
-	for _, b := range a.body {
-		if b > 0 {
-			gaps = append(gaps, b)
-		}
-	}
-	st.BodyBytes = sizesOf(gaps)
-	gaps = gaps[:0]
-	for _, p := range a.prompt {
-		if p > 0 {
-			gaps = append(gaps, int64(p))
-		}
-	}
-	st.PromptTokens = sizesOf(gaps)
+	st.BodyBytes = a.body.sizes()
+	st.PromptTokens = a.prompt.sizes()
 
 	eligible := eligibleFrames(s.Frames)
 	corr := map[string]tailCorr{}
@@ -218,19 +201,6 @@ func (a *Analyzer) Stats() *Stats {
 	}
 	st.Outliers = a.episodes(s, eligible, corr)
 	return st
-}
-
-func sizesOf(v []int64) Sizes {
-	if len(v) == 0 {
-		return Sizes{}
-	}
-	slices.Sort(v)
-	var sum float64
-	for _, x := range v {
-		sum += float64(x)
-	}
-	return Sizes{N: int64(len(v)), P50: quantileOf(v, 0.5), P90: quantileOf(v, 0.9), P99: quantileOf(v, 0.99),
-		Max: v[len(v)-1], Mean: sum / float64(len(v))}
 }
 
 // eligibleFrames returns the frames with enough requests for their p99 to
@@ -318,258 +288,6 @@ func errRate(f *Frame) float64 {
 		return 0
 	}
 	return float64(f.Errors) / float64(f.Requests)
-}
-
-// episodes flags frames that stand out and joins adjacent ones.
-func (a *Analyzer) episodes(s *Summary, eligible []*Frame, corr map[string]tailCorr) []Episode {
-	if len(eligible) < 3 {
-		return []Episode{}
-	}
-	var p99s, longs, rates, errs []float64
-	for _, f := range eligible {
-		errs = append(errs, errRate(f))
-		if f.E2E.N > 0 {
-			p99s = append(p99s, float64(f.E2E.P99))
-		}
-		longs = append(longs, f.LongPromptShare)
-		rates = append(rates, f.Rate)
-	}
-	base := frameBaseline{p99: medianOf(p99s), long: medianOf(longs), rate: medianOf(rates), errs: medianOf(errs)}
-
-	f := s.Frame
-	type run struct {
-		first, last time.Time
-		reasons     []string // the first flagged frame's
-	}
-	var runs []run
-	for _, fr := range eligible {
-		rs := base.reasons(fr)
-		if len(rs) == 0 {
-			continue
-		}
-		if k := len(runs) - 1; k >= 0 && !fr.Start.After(runs[k].last.Add(2*f)) {
-			runs[k].last = fr.Start // adjacent (one quiet frame in between is tolerated)
-			continue
-		}
-		runs = append(runs, run{first: fr.Start, last: fr.Start, reasons: rs})
-	}
-	out := []Episode{}
-	for _, r := range runs {
-		e := a.episode(s, base, r.first, r.last.Add(f), corr)
-		if len(e.Reasons) == 0 {
-			// The episode as a whole is less extreme than its frames
-			// (short episodes of small frames): say why the frame stood out.
-			e.Reasons = r.reasons
-			e.Explanation = strings.Replace(e.Explanation, ": ;", ": "+strings.Join(r.reasons, "; ")+";", 1)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// episode describes the requests whose frame starts in [from, to).
-func (a *Analyzer) episode(s *Summary, base frameBaseline, from, to time.Time, corr map[string]tailCorr) Episode {
-	e := Episode{Start: from, End: to, Frames: int(to.Sub(from) / s.Frame), ServerState: []string{}}
-	lo, hi := from.UnixNano(), to.UnixNano()
-	var in, out struct {
-		n, long, known, errs int64
-		prompt, outTok, ok   float64
-		batch, batchN        float64
-		queue, queueN        float64
-	}
-	var e2e []int64
-	for i, fi := range a.frame {
-		st := a.frameStart[fi]
-		side := &out
-		if st >= lo && st < hi {
-			side = &in
-			if v := a.lat[colE2E][i]; v != missing {
-				e2e = append(e2e, v)
-			}
-		}
-		side.n++
-		if a.flags[i]&flagOK == 0 {
-			side.errs++
-		} else if o := a.out[i]; o > 0 {
-			side.outTok += float64(o)
-			side.ok++
-		}
-		if p := a.prompt[i]; p > 0 {
-			side.prompt += float64(p)
-			side.known++
-			if s.LongPrompt > 0 && p >= s.LongPrompt {
-				side.long++
-			}
-		}
-		if b := a.batch[i]; b > 0 {
-			side.batch += float64(b)
-			side.batchN++
-		}
-		if q := a.queue[i]; q >= 0 {
-			side.queue += float64(q)
-			side.queueN++
-		}
-	}
-	q := summarize(e2e)
-	e.P99 = q.P99
-	if base.p99 > 0 {
-		e.TailRatio = math.Round(float64(q.P99)/base.p99*10) / 10
-	}
-	share := func(x, n int64) float64 {
-		if n == 0 {
-			return 0
-		}
-		return float64(x) / float64(n)
-	}
-	mean := func(x, n float64) float64 {
-		if n == 0 {
-			return 0
-		}
-		return x / n
-	}
-	e.LongShare, e.RestLongShare = share(in.long, in.known), share(out.long, out.known)
-	if e.TailRatio >= tailFactor {
-		e.Reasons = append(e.Reasons, fmt.Sprintf("p99 %.1f× median frame", e.TailRatio))
-	}
-	if in.known > 0 && e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare {
-		e.Reasons = append(e.Reasons, fmt.Sprintf("long-prompt share %.0f %% vs %.0f %%", 100*e.LongShare, 100*e.RestLongShare))
-	}
-	if ie, oe := share(in.errs, in.n), share(out.errs, out.n); ie >= errDelta && ie >= oe+errDelta && ie >= 3*oe {
-		e.Reasons = append(e.Reasons, fmt.Sprintf("errors %.0f %% vs %.0f %%", 100*ie, 100*oe))
-	}
-	inBatch, outBatch := mean(in.batch, in.batchN), mean(out.batch, out.batchN)
-	inQueue, outQueue := mean(in.queue, in.queueN), mean(out.queue, out.queueN)
-	secs := func(frames int) float64 { return float64(frames) * s.Frame.Seconds() }
-	inRate := float64(in.n) / secs(e.Frames)
-	outFrames := 0
-	for _, fr := range s.Frames {
-		if fr.Requests > 0 && (fr.Start.Before(from) || !fr.Start.Before(to)) {
-			outFrames++
-		}
-	}
-	outRate := 0.0
-	if outFrames > 0 {
-		outRate = float64(out.n) / secs(outFrames)
-	}
-	inPrompt, outPrompt := mean(in.prompt, float64(in.known)), mean(out.prompt, float64(out.known))
-	inOut, outOut := mean(in.outTok, in.ok), mean(out.outTok, out.ok)
-	// Candidate causes are workload signals elevated in the episode; the
-	// cause is the one that tracks the per-frame tail (E2E or TTFT p99) best
-	// over the whole recording. Server state (batch size, queue depth)
-	// follows the workload, so it is reported as moving with the tail and
-	// never outranks a workload signal that explains it.
-	type cand struct {
-		signals  []string // correlated signals; the best one names the cause
-		label    string
-		elevated bool
-		ratio    float64 // inside ÷ outside, to break near-ties
-		detail   string  // the signal inside vs outside the episode
-	}
-	ratio := func(in, out, floor float64) float64 { return in / max(out, floor) }
-	longElevated := e.LongShare >= e.RestLongShare+mixDelta && e.LongShare >= mixFactor*e.RestLongShare
-	promptElevated := outPrompt > 0 && inPrompt >= 1.5*outPrompt
-	workload := []cand{
-		// The long-prompt share and the mean prompt length are one cause:
-		// the prompt length; either may track the tail better.
-		{[]string{"long_prompt_share", "prompt_tokens"}, "long prompts", longElevated || promptElevated,
-			max(ratio(e.LongShare, e.RestLongShare, 0.01), ratio(inPrompt, outPrompt, 1)),
-			fmt.Sprintf("share %.0f %% vs %.0f %%, mean %.0f vs %.0f tokens", 100*e.LongShare, 100*e.RestLongShare, inPrompt, outPrompt)},
-		{[]string{"rate"}, "arrival rate", outRate > 0 && inRate >= 1.5*outRate, ratio(inRate, outRate, 1e-9),
-			fmt.Sprintf("rate %.1f/s vs %.1f/s", inRate, outRate)},
-		{[]string{"output_tokens"}, "longer outputs", outOut > 0 && inOut >= 1.5*outOut, ratio(inOut, outOut, 1),
-			fmt.Sprintf("mean output %.0f vs %.0f tokens", inOut, outOut)},
-	}
-	server := []cand{
-		{[]string{"queue_depth"}, "queueing", inQueue > 0 && inQueue >= 2*max(outQueue, 0.5), ratio(inQueue, outQueue, 0.5),
-			fmt.Sprintf("queue depth %.1f vs %.1f", inQueue, outQueue)},
-		{[]string{"batch_size"}, "large batches", outBatch > 0 && inBatch >= 1.5*outBatch, ratio(inBatch, outBatch, 1),
-			fmt.Sprintf("batch size %.1f vs %.1f", inBatch, outBatch)},
-	}
-	// bestOf returns a candidate's strongest correlation with either tail.
-	bestOf := func(c cand) (signal string, r float64, tail string, ok bool) {
-		for _, sig := range c.signals {
-			if r1, t1, ok1 := corr[sig].best(); ok1 && (!ok || r1 > r) {
-				signal, r, tail, ok = sig, r1, t1, true
-			}
-		}
-		return signal, r, tail, ok
-	}
-	// pick returns the elevated candidate that explains the tail (r ≥
-	// causeMinR): the best r, and of candidates within causeTie of it the
-	// most elevated one.
-	pick := func(cs []cand) (best int, signal string, r float64, tail string) {
-		best = -1
-		top := math.Inf(-1)
-		for _, c := range cs {
-			if _, r1, _, ok := bestOf(c); c.elevated && ok && r1 >= causeMinR {
-				top = max(top, r1)
-			}
-		}
-		for i, c := range cs {
-			sig1, r1, t1, ok := bestOf(c)
-			if !c.elevated || !ok || r1 < causeMinR || r1 < top-causeTie {
-				continue
-			}
-			if best < 0 || c.ratio > cs[best].ratio {
-				best, signal, r, tail = i, sig1, r1, t1
-			}
-		}
-		return best, signal, r, tail
-	}
-	raisedWeakly := func(cs []cand) []string {
-		var out []string
-		for _, c := range cs {
-			if !c.elevated {
-				continue
-			}
-			if sig, r, _, ok := bestOf(c); ok {
-				out = append(out, fmt.Sprintf("%s (%s r=%.2f)", c.label, signalNames[sig], r))
-			} else {
-				out = append(out, c.label)
-			}
-		}
-		return out
-	}
-	if !longElevated && promptElevated {
-		e.Reasons = append(e.Reasons, fmt.Sprintf("mean prompt %.0f vs %.0f tokens", inPrompt, outPrompt))
-	}
-	for _, c := range workload[1:] {
-		if c.elevated {
-			e.Reasons = append(e.Reasons, c.detail)
-		}
-	}
-	for _, c := range server {
-		if !c.elevated {
-			continue
-		}
-		d := c.detail
-		if _, r, _, ok := bestOf(c); ok {
-			d += fmt.Sprintf(" (r=%.2f)", r)
-		}
-		e.ServerState = append(e.ServerState, d)
-	}
-	label := "cause unclear"
-	if i, sig, r, tail := pick(workload); i >= 0 {
-		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindWorkload, r, tail
-		label = fmt.Sprintf("likely cause: %s (%s; %s r=%.2f with %s)", workload[i].label, workload[i].detail, signalNames[sig], r, tail)
-	} else if weak := raisedWeakly(workload); len(weak) > 0 {
-		// A workload change is there but does not track the tail well
-		// enough to be named; it still rules out blaming the server.
-		label = "cause unclear: " + strings.Join(weak, ", ") + " raised but tracking the tail weakly"
-	} else if i, sig, r, tail := pick(server); i >= 0 {
-		e.Cause, e.CauseKind, e.CauseR, e.CauseTail = sig, KindServer, r, tail
-		label = fmt.Sprintf("no workload change explains it; likely cause: server-side %s (%s r=%.2f with %s)", server[i].label, signalNames[sig], r, tail)
-	}
-	if len(e.ServerState) > 0 {
-		label += "; server state moving with it: " + strings.Join(e.ServerState, ", ")
-	}
-	layout := "15:04:05"
-	if s.Frame%time.Second != 0 {
-		layout = "15:04:05.999"
-	}
-	e.Explanation = fmt.Sprintf("frames %s–%s: %s; %s", from.UTC().Format(layout), to.UTC().Format(layout),
-		strings.Join(e.Reasons, "; "), label)
-	return e
 }
 
 // WriteText writes the stats report: traffic, distributions, the summary,

@@ -133,13 +133,13 @@ type Group struct {
 	TPOT     Quantiles `json:"tpot"`
 }
 
-// Summary computes every metric from what was added so far. It sorts
-// copies of one metric column at a time, so its extra memory is one column.
+// Summary computes every metric from what was added so far.
 func (a *Analyzer) Summary() *Summary {
-	n := len(a.frame)
+	t := &a.tot
+	n := t.n
 	s := &Summary{
 		Frame:          a.opt.Frame,
-		Requests:       int64(n),
+		Requests:       n,
 		Excluded:       a.excluded,
 		Filtered:       a.filtered,
 		FilterText:     a.opt.Filter.String(),
@@ -170,56 +170,22 @@ func (a *Analyzer) Summary() *Summary {
 		return x / secs
 	}
 
-	var meeting int64
-	var batchSum, queueSum float64
-	var batchN, queueN int64
-	for i := 0; i < n; i++ {
-		if a.flags[i]&flagOK != 0 {
-			s.OK++
-			s.OutputTokens += int64(a.out[i])
-		}
-		if a.flags[i]&flagMeets != 0 {
-			meeting++
-		}
-		if a.batch[i] > 0 {
-			batchSum += float64(a.batch[i])
-			batchN++
-		}
-		if a.queue[i] >= 0 {
-			queueSum += float64(a.queue[i])
-			queueN++
-		}
-	}
+	s.OK, s.OutputTokens = t.ok, t.outTokens
 	s.Errors = s.Requests - s.OK
 	s.ErrorRate = float64(s.Errors) / float64(n)
-	if batchN > 0 {
-		s.MeanBatchSize = batchSum / float64(batchN)
+	if t.batchN > 0 {
+		s.MeanBatchSize = t.batchSum / float64(t.batchN)
 	}
-	if queueN > 0 {
-		s.MeanQueueDepth = queueSum / float64(queueN)
+	if t.queueN > 0 {
+		s.MeanQueueDepth = t.queueSum / float64(t.queueN)
 	}
 
-	scratch := make([]int64, 0, n)
 	s.Histograms = map[string]Histogram{}
-	all := func(col int) Quantiles {
-		scratch = scratch[:0]
-		for _, v := range a.lat[col] {
-			if v != missing {
-				scratch = append(scratch, v)
-			}
-		}
-		switch col {
-		case colE2E:
-			s.Histograms["e2e"] = histogramOf(scratch)
-		case colTTFT:
-			s.Histograms["ttft"] = histogramOf(scratch)
-		case colTPOT:
-			s.Histograms["tpot"] = histogramOf(scratch)
-		}
-		return summarize(scratch)
+	for c, name := range charted {
+		s.Histograms[name] = trimHist(a.hist[c])
 	}
-	s.E2E, s.E2ESched, s.TTFB = all(colE2E), all(colE2ESched), all(colTTFB)
-	s.TTFT, s.TTST, s.TPOT, s.Lag = all(colTTFT), all(colTTST), all(colTPOT), all(colLag)
+	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.lat[colE2ESched].quantiles(), a.lat[colTTFB].quantiles()
+	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
 	s.ITL, s.ITLToken = a.itl.quantiles(), a.itlToken.quantiles()
 	s.Histograms["itl"] = histogramOfDist(&a.itl)
 
@@ -234,16 +200,16 @@ func (a *Analyzer) Summary() *Summary {
 	s.PeakInFlight = a.peakFlight
 
 	if !a.opt.SLO.IsZero() {
-		s.MeetingSLO = meeting
-		s.Goodput = rate(float64(meeting))
-		s.GoodputShare = float64(meeting) / float64(n)
+		s.MeetingSLO = t.meets
+		s.Goodput = rate(float64(t.meets))
+		s.GoodputShare = float64(t.meets) / float64(n)
 	}
 
 	long := a.longPrompt()
 	if long != math.MaxInt32 { // else no prompt length is known
 		s.LongPrompt = long
 	}
-	s.Frames = a.frames(long, &scratch)
+	s.Frames = a.frameTable(long)
 	if !a.opt.SLO.IsZero() {
 		for _, f := range s.Frames {
 			if f.Judged {
@@ -259,15 +225,10 @@ func (a *Analyzer) Summary() *Summary {
 		s.MeetsSLO = s.JudgedFrames > 0 && s.WindowCompliance >= a.opt.MinCompliance
 	}
 
-	s.Routes = a.groups(a.route, a.routes.names, &scratch, s)
-	s.Models = a.groups(a.model, a.models.names, &scratch, s)
-	bucket, names := a.buckets()
-	s.PromptBuckets = a.groups(bucket, names, &scratch, s)
-	classKeys := make([]int32, n)
-	for i, c := range a.class {
-		classKeys[i] = int32(c)
-	}
-	s.StatusClasses = a.groups(classKeys, a.classes.names, &scratch, s)
+	s.Routes = groups(a.byRoute, a.routes.names, s)
+	s.Models = groups(a.byModel, a.models.names, s)
+	s.PromptBuckets = groups(a.byBucket, append(bucketNames(a.opt.LengthBuckets), "unknown"), s)
+	s.StatusClasses = groups(a.byClass, a.classes.names, s)
 	for _, g := range s.StatusClasses {
 		s.Classes = append(s.Classes, ClassCount{Class: g.Key, Count: g.Requests, Share: float64(g.Requests) / float64(n)})
 		if g.Key == ClassTimeout {
@@ -286,40 +247,27 @@ func (a *Analyzer) Summary() *Summary {
 	return s
 }
 
+// Frame summarises the frame starting at start from what was added so far
+// (replay progress and step mode); false when it has no request. Its
+// long-prompt share is left zero: the threshold needs the whole run.
+func (a *Analyzer) Frame(start time.Time) (Frame, bool) {
+	i, ok := a.frameIdx[start.UnixNano()]
+	if !ok {
+		return Frame{}, false
+	}
+	return a.frame1(a.frames[i], math.MaxInt32), true
+}
+
 // longPrompt returns the long-prompt threshold: the option, else twice the
 // median known prompt length (at least 1).
 func (a *Analyzer) longPrompt() int32 {
 	if a.opt.LongPrompt > 0 {
 		return a.opt.LongPrompt
 	}
-	known := make([]int32, 0, len(a.prompt))
-	for _, p := range a.prompt {
-		if p > 0 {
-			known = append(known, p)
-		}
-	}
-	if len(known) == 0 {
+	if a.prompt.n == 0 {
 		return math.MaxInt32
 	}
-	slices.Sort(known)
-	return max(2*known[rank(0.5, len(known))], 1)
-}
-
-// buckets assigns each request its prompt-length bucket.
-func (a *Analyzer) buckets() ([]int32, []string) {
-	bounds := a.opt.LengthBuckets
-	names := bucketNames(bounds)
-	unknown := int32(len(names))
-	names = append(names, "unknown")
-	keys := make([]int32, len(a.prompt))
-	for i, p := range a.prompt {
-		if p <= 0 {
-			keys[i] = unknown
-			continue
-		}
-		keys[i] = int32(sort.Search(len(bounds), func(j int) bool { return p < bounds[j] }))
-	}
-	return keys, names
+	return int32(min(max(2*a.prompt.quantile(0.5), 1), math.MaxInt32))
 }
 
 func bucketNames(bounds []int32) []string {
@@ -340,64 +288,19 @@ func bucketNames(bounds []int32) []string {
 	return append(names, fmt.Sprintf("≥%d", lo))
 }
 
-// grouping orders request indices by key with a counting sort.
-type grouping struct {
-	order []int32
-	off   []int // group g is order[off[g]:off[g+1]]
-}
-
-func groupBy(keys []int32, k int) grouping {
-	off := make([]int, k+1)
-	for _, g := range keys {
-		off[g+1]++
-	}
-	for g := 1; g <= k; g++ {
-		off[g] += off[g-1]
-	}
-	pos := slices.Clone(off[:k])
-	order := make([]int32, len(keys))
-	for i, g := range keys {
-		order[pos[g]] = int32(i)
-		pos[g]++
-	}
-	return grouping{order: order, off: off}
-}
-
-func (a *Analyzer) quantilesOf(col int, idx []int32, scratch *[]int64) Quantiles {
-	buf := (*scratch)[:0]
-	c := a.lat[col]
-	for _, i := range idx {
-		if v := c[i]; v != missing {
-			buf = append(buf, v)
-		}
-	}
-	*scratch = buf
-	return summarize(buf)
-}
-
-func (a *Analyzer) groups(keys []int32, names []string, scratch *[]int64, all *Summary) []Group {
-	if len(names) == 1 && len(keys) > 0 {
+// groups lists the non-empty groups, most requests first.
+func groups(accs []*groupAcc, names []string, all *Summary) []Group {
+	if len(names) == 1 && all.Requests > 0 {
 		// One group holds every request: its metrics are the summary's.
 		return []Group{{Key: names[0], Requests: all.Requests, OK: all.OK, Errors: all.Errors, E2E: all.E2E, TTFT: all.TTFT, TPOT: all.TPOT}}
 	}
-	gr := groupBy(keys, len(names))
 	var out []Group
-	for g, name := range names {
-		idx := gr.order[gr.off[g]:gr.off[g+1]]
-		if len(idx) == 0 {
+	for g, acc := range accs {
+		if acc.n == 0 {
 			continue
 		}
-		grp := Group{Key: name, Requests: int64(len(idx))}
-		for _, i := range idx {
-			if a.flags[i]&flagOK != 0 {
-				grp.OK++
-			}
-		}
-		grp.Errors = grp.Requests - grp.OK
-		grp.E2E = a.quantilesOf(colE2E, idx, scratch)
-		grp.TTFT = a.quantilesOf(colTTFT, idx, scratch)
-		grp.TPOT = a.quantilesOf(colTPOT, idx, scratch)
-		out = append(out, grp)
+		out = append(out, Group{Key: names[g], Requests: acc.n, OK: acc.ok, Errors: acc.n - acc.ok,
+			E2E: acc.e2e.quantiles(), TTFT: acc.ttft.quantiles(), TPOT: acc.tpot.quantiles()})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Requests > out[j].Requests })
 	return out
@@ -407,91 +310,69 @@ func (a *Analyzer) groups(keys []int32, names []string, scratch *[]int64, all *S
 // with requests; sparser timelines list only frames with requests.
 const maxGapFrames = 100_000
 
-// frames computes the per-frame table in time order, with empty frames
+// inTimeOrder returns the frame accumulators sorted by start.
+func (a *Analyzer) inTimeOrder() []*frameAcc {
+	fs := slices.Clone(a.frames)
+	slices.SortFunc(fs, func(x, y *frameAcc) int { return cmpInt(x.start, y.start) })
+	return fs
+}
+
+// frameTable computes the per-frame table in time order, with empty frames
 // between the first and the last listed.
-func (a *Analyzer) frames(long int32, scratch *[]int64) []Frame {
-	gr := groupBy(a.frame, len(a.frameStart))
-	idxs := make([]int, len(a.frameStart))
-	for i := range idxs {
-		idxs[i] = i
-	}
-	sort.Slice(idxs, func(i, j int) bool { return a.frameStart[idxs[i]] < a.frameStart[idxs[j]] })
+func (a *Analyzer) frameTable(long int32) []Frame {
+	accs := a.inTimeOrder()
 	f := int64(a.opt.Frame)
-	first, last := a.frameStart[idxs[0]], a.frameStart[idxs[len(idxs)-1]]
+	first, last := accs[0].start, accs[len(accs)-1].start
 	span := last - first // negative when the times are so far apart it overflows
 	fill := span >= 0 && span/f+1 <= maxGapFrames
 
 	var out []Frame
 	prev := first - f
-	for _, fi := range idxs {
-		start := a.frameStart[fi]
+	for _, acc := range accs {
 		if fill {
-			for t := prev + f; t < start; t += f {
+			for t := prev + f; t < acc.start; t += f {
 				out = append(out, Frame{Start: time.Unix(0, t).UTC()})
 			}
 		}
-		prev = start
-		out = append(out, a.frame1(start, gr.order[gr.off[fi]:gr.off[fi+1]], long, scratch))
+		prev = acc.start
+		out = append(out, a.frame1(acc, long))
 	}
 	return out
 }
 
-func (a *Analyzer) frame1(start int64, idx []int32, long int32, scratch *[]int64) Frame {
-	fr := Frame{Start: time.Unix(0, start).UTC(), Requests: int64(len(idx))}
-	fr.Rate = float64(len(idx)) / a.opt.Frame.Seconds()
-	var batchSum, queueSum, promptSum float64
-	var batchN, queueN, promptN, longN int64
-	for _, i := range idx {
-		if a.flags[i]&flagOK != 0 {
-			fr.OK++
-			fr.OutputTokens += int64(a.out[i])
-		}
-		if a.flags[i]&flagMeets != 0 {
-			fr.MeetingSLO++
-		}
-		if b := a.batch[i]; b > 0 {
-			batchSum += float64(b)
-			batchN++
-		}
-		if q := a.queue[i]; q >= 0 {
-			queueSum += float64(q)
-			queueN++
-		}
-		if p := a.prompt[i]; p > 0 {
-			promptSum += float64(p)
-			promptN++
-			if p >= long {
-				longN++
-			}
+func (a *Analyzer) frame1(acc *frameAcc, long int32) Frame {
+	c := &acc.c
+	fr := Frame{Start: time.Unix(0, acc.start).UTC(), Requests: c.n, OK: c.ok, Errors: c.n - c.ok,
+		OutputTokens: c.outTokens, MeetingSLO: c.meets}
+	fr.Rate = float64(c.n) / a.opt.Frame.Seconds()
+	if c.batchN > 0 {
+		fr.MeanBatchSize = c.batchSum / float64(c.batchN)
+	}
+	if c.queueN > 0 {
+		fr.MeanQueueDepth = c.queueSum / float64(c.queueN)
+	}
+	if c.promptN > 0 {
+		fr.MeanPrompt = c.promptSum / float64(c.promptN)
+		if long != math.MaxInt32 {
+			fr.LongPromptShare = float64(acc.prompt.atLeast(int64(long))) / float64(c.promptN)
 		}
 	}
-	fr.Errors = fr.Requests - fr.OK
-	if batchN > 0 {
-		fr.MeanBatchSize = batchSum / float64(batchN)
-	}
-	if queueN > 0 {
-		fr.MeanQueueDepth = queueSum / float64(queueN)
-	}
-	if promptN > 0 {
-		fr.MeanPrompt = promptSum / float64(promptN)
-		fr.LongPromptShare = float64(longN) / float64(promptN)
-	}
-	fr.E2E = a.quantilesOf(colE2E, idx, scratch)
-	fr.E2ESched = a.quantilesOf(colE2ESched, idx, scratch)
-	fr.TTFT = a.quantilesOf(colTTFT, idx, scratch)
-	fr.TPOT = a.quantilesOf(colTPOT, idx, scratch)
-	fr.Lag = a.quantilesOf(colLag, idx, scratch)
+	fr.E2E = acc.lat[colE2E].quantiles()
+	fr.E2ESched = acc.lat[colE2ESched].quantiles()
+	fr.TTFT = acc.lat[colTTFT].quantiles()
+	fr.TPOT = acc.lat[colTPOT].quantiles()
+	fr.Lag = acc.lat[colLag].quantiles()
 	if !a.opt.SLO.IsZero() && fr.Requests > 0 {
 		fr.Judged = true
 		if fr.OK == 0 {
 			fr.Misses = append(fr.Misses, "no successful request")
 		}
 		for _, m := range a.opt.SLO.metrics() {
-			q := a.quantilesOf(colOf[m], idx, scratch)
-			if q.N == 0 {
+			d := &acc.lat[colOf[m]]
+			if d.n == 0 {
 				continue
 			}
-			v := time.Duration(quantileOf(*scratch, a.opt.WindowQuantile))
+			v := time.Duration(d.quantile(a.opt.WindowQuantile))
 			if bound := a.opt.SLO.Bounds[m]; v > bound {
 				fr.Misses = append(fr.Misses, fmt.Sprintf("%s.%s %s > %s", m, quantileName(a.opt.WindowQuantile), fmtDur(v), fmtDur(bound)))
 			}

@@ -13,8 +13,10 @@ import (
 )
 
 // collector owns everything downstream of the senders, on one goroutine:
-// writing rows to the sink, the run's analyzer, per-frame analyzers for the
-// progress lines and step summaries.
+// writing rows to the sink (a row leaves memory once the sink has it) and
+// the run's analyzer, whose per-frame summaries are the progress lines and
+// step summaries. What it keeps per frame in flight is three counters, so
+// its memory does not grow with the run.
 type collector struct {
 	ch    chan cmsg
 	done  chan struct{}
@@ -37,8 +39,8 @@ type collector struct {
 	sum    *analysis.Summary
 }
 
+// frameState tracks a frame whose results are still coming in.
 type frameState struct {
-	a        *analysis.Analyzer
 	expected int64 // requests sent in the frame, known once closed
 	got      int64
 	closed   bool
@@ -123,7 +125,7 @@ func (c *collector) loop() {
 func (c *collector) state(f int64) *frameState {
 	st := c.frames[f]
 	if st == nil {
-		st = &frameState{a: analysis.New(c.aopts)}
+		st = &frameState{}
 		c.frames[f] = st
 		c.newest = max(c.newest, f)
 	}
@@ -141,13 +143,11 @@ func (c *collector) handle(m cmsg) {
 		}
 		c.all.AddResult(m.res)
 		st := c.state(m.res.Frame.UnixNano())
-		st.a.AddResult(m.res)
 		st.got++
 		c.maybeDone(m.res.Frame.UnixNano(), st)
 	case m.take != nil:
-		st := c.frames[m.frame.UnixNano()]
 		delete(c.frames, m.frame.UnixNano())
-		m.take <- frameOf(st, m.frame)
+		m.take <- c.frameOf(m.frame)
 	default:
 		st := c.state(m.frameEnd.UnixNano())
 		st.expected += m.sent
@@ -156,13 +156,10 @@ func (c *collector) handle(m cmsg) {
 	}
 }
 
-// frameOf summarises a frame state (an empty frame when nothing was sent).
-func frameOf(st *frameState, start time.Time) *analysis.Frame {
-	if st != nil {
-		if s := st.a.Summary(); len(s.Frames) > 0 {
-			f := s.Frames[0]
-			return &f
-		}
+// frameOf summarises a frame so far (an empty frame when nothing came back).
+func (c *collector) frameOf(start time.Time) *analysis.Frame {
+	if f, ok := c.all.Frame(start); ok {
+		return &f
 	}
 	return &analysis.Frame{Start: start}
 }
@@ -177,7 +174,7 @@ func (c *collector) maybeDone(f int64, st *frameState) {
 		if c.tty {
 			io.WriteString(c.out, "\r\033[K")
 		}
-		analysis.WriteFrameLine(c.out, frameOf(st, time.Unix(0, f).UTC()))
+		analysis.WriteFrameLine(c.out, c.frameOf(time.Unix(0, f).UTC()))
 		c.outMu.Unlock()
 	}
 	delete(c.frames, f)
@@ -190,7 +187,7 @@ func (c *collector) liveLine() {
 		return
 	}
 	sent, inflight := c.live()
-	f := frameOf(st, time.Unix(0, c.newest).UTC())
+	f := c.frameOf(time.Unix(0, c.newest).UTC())
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
 	fmt.Fprintf(c.out, "\r\033[K%s  sent %d  in flight %d  ok %d err %d  e2e p99 %s  lag p99 %s",

@@ -1,0 +1,259 @@
+package analysis
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// dist is the distribution of one metric over one set of requests (the run,
+// a frame, a group): the values themselves while its analyzer's exact
+// budget holds them, a sketch (SketchRelErr) once the budget has had to
+// summarise it. Count, mean, standard deviation and maximum stay exact
+// either way.
+type dist struct {
+	vals    []int64 // exact values; nil once sketched
+	sorted  bool    // vals is sorted
+	tracked bool    // registered with the budget
+	sk      *sketch // nil while exact
+
+	n        int64
+	mean, m2 float64 // Welford's running mean and sum of squared deviations
+	max      int64
+}
+
+// exactBudget bounds the values an Analyzer's distributions hold exactly.
+// Past its limit the largest exact distributions become sketches until half
+// the limit is free, so small distributions (a quiet frame, a rare route)
+// stay exact in a long run and memory stays flat however long the run is.
+type exactBudget struct {
+	limit int64   // values held at most; 0 sketches everything at once
+	held  int64   // values held now
+	dists []*dist // distributions holding exact values
+}
+
+// DefaultExactValues is Options.ExactValues' default: 2^20 values (8 MiB
+// of numbers; about 35,000 replayed requests) are kept exactly.
+const DefaultExactValues = 1 << 20
+
+func (d *dist) add(b *exactBudget, v int64) {
+	d.n++
+	if d.n == 1 || v > d.max {
+		d.max = v
+	}
+	delta := float64(v) - d.mean
+	d.mean += delta / float64(d.n)
+	d.m2 += delta * (float64(v) - d.mean)
+	if d.sk != nil {
+		d.sk.add(v, 1)
+		return
+	}
+	if b.limit <= 0 {
+		d.sk = &sketch{}
+		d.sk.add(v, 1)
+		return
+	}
+	if !d.tracked {
+		d.tracked = true
+		b.dists = append(b.dists, d)
+	}
+	d.vals = append(d.vals, v)
+	d.sorted = false
+	if b.held++; b.held > b.limit {
+		b.shed()
+	}
+}
+
+// shed sketches the largest exact distributions until at most half the
+// limit is held.
+func (b *exactBudget) shed() {
+	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(len(y.vals), len(x.vals)) })
+	keep := b.dists[:0]
+	for _, d := range b.dists {
+		if b.held > b.limit/2 {
+			b.held -= int64(len(d.vals))
+			d.toSketch()
+			d.tracked = false
+			continue
+		}
+		keep = append(keep, d)
+	}
+	clear(b.dists[len(keep):])
+	b.dists = keep
+}
+
+func (d *dist) toSketch() {
+	d.sk = &sketch{}
+	for _, v := range d.vals {
+		d.sk.add(v, 1)
+	}
+	d.vals, d.sorted = nil, false
+}
+
+// exact reports whether the distribution's quantiles are exact.
+func (d *dist) exact() bool { return d.sk == nil }
+
+func (d *dist) sort() {
+	if !d.sorted {
+		sortInt64(d.vals)
+		d.sorted = true
+	}
+}
+
+// at returns the value of rank r (0-based, ascending): exact, or the
+// sketch's estimate.
+func (d *dist) at(r int64) int64 {
+	if d.sk != nil {
+		return d.sk.at(r)
+	}
+	d.sort()
+	return d.vals[r]
+}
+
+// quantile is the nearest-rank p-quantile (0 when empty).
+func (d *dist) quantile(p float64) int64 {
+	if d.n == 0 {
+		return 0
+	}
+	return d.at(int64(rank(p, int(d.n))))
+}
+
+// atLeast counts the values ≥ x (a sketch counts whole bins: see
+// sketch.atLeast).
+func (d *dist) atLeast(x int64) int64 {
+	if d.sk != nil {
+		return d.sk.atLeast(x)
+	}
+	var n int64
+	for _, v := range d.vals {
+		if v >= x {
+			n++
+		}
+	}
+	return n
+}
+
+// meanVar returns the mean and population variance: from the values in
+// sorted order while exact (as they always were), else Welford's.
+func (d *dist) meanVar() (float64, float64) {
+	if d.n == 0 {
+		return 0, 0
+	}
+	if d.sk == nil {
+		d.sort()
+		return meanVar(d.vals)
+	}
+	return d.mean, d.m2 / float64(d.n)
+}
+
+// quantiles summarises the distribution in ns.
+func (d *dist) quantiles() Quantiles {
+	if d.n == 0 {
+		return Quantiles{}
+	}
+	mean, variance := d.meanVar()
+	q := Quantiles{
+		N:    d.n,
+		P50:  time.Duration(d.quantile(0.5)),
+		P90:  time.Duration(d.quantile(0.9)),
+		P95:  time.Duration(d.quantile(0.95)),
+		P99:  time.Duration(d.quantile(0.99)),
+		P999: time.Duration(d.quantile(0.999)),
+		Max:  time.Duration(d.max),
+		Mean: time.Duration(math.Round(mean)),
+		Std:  time.Duration(math.Round(math.Sqrt(variance))),
+	}
+	if d.sk != nil {
+		q.RelErr = SketchRelErr
+	}
+	return q
+}
+
+// sizes summarises a distribution of counts (bytes, tokens).
+func (d *dist) sizes() Sizes {
+	if d.n == 0 {
+		return Sizes{}
+	}
+	mean, _ := d.meanVar()
+	s := Sizes{N: d.n, P50: d.quantile(0.5), P90: d.quantile(0.9), P99: d.quantile(0.99), Max: d.max, Mean: mean}
+	if d.sk != nil {
+		s.RelErr = SketchRelErr
+	}
+	return s
+}
+
+// merged returns the distribution of the values of ds together, outside
+// any budget: exact when every one of them is, else a sketch.
+func merged(ds ...*dist) *dist {
+	out := &dist{}
+	exact := true
+	for _, d := range ds {
+		exact = exact && d.exact()
+	}
+	for _, d := range ds {
+		if d.n == 0 {
+			continue
+		}
+		out.mergeStats(d)
+		switch {
+		case exact:
+			out.vals = append(out.vals, d.vals...)
+		case d.sk != nil:
+			if out.sk == nil {
+				out.sk = &sketch{}
+			}
+			out.sk.merge(d.sk)
+		default:
+			if out.sk == nil {
+				out.sk = &sketch{}
+			}
+			for _, v := range d.vals {
+				out.sk.add(v, 1)
+			}
+		}
+	}
+	return out
+}
+
+// mergeStats folds d's count, mean, variance and maximum into out (Chan et
+// al.'s parallel form of Welford's update).
+func (out *dist) mergeStats(d *dist) {
+	if out.n == 0 || d.max > out.max {
+		out.max = d.max
+	}
+	n := out.n + d.n
+	delta := d.mean - out.mean
+	out.m2 += d.m2 + delta*delta*float64(out.n)*float64(d.n)/float64(n)
+	out.mean += delta * float64(d.n) / float64(n)
+	out.n = n
+}
+
+// bytes is about the memory the distribution's values take.
+func (d *dist) bytes() int {
+	n := 8 * cap(d.vals)
+	if d.sk != nil {
+		n += d.sk.bytes()
+	}
+	return n
+}
+
+// heldBytes is about the memory of the analyzer's distributions.
+func (a *Analyzer) heldBytes() int {
+	n := a.prompt.bytes() + a.body.bytes() + a.starts.gaps.bytes() + 8*cap(a.starts.pending)
+	for i := range a.lat {
+		n += a.lat[i].bytes()
+	}
+	for _, f := range a.frames {
+		n += f.prompt.bytes()
+		for i := range f.lat {
+			n += f.lat[i].bytes()
+		}
+	}
+	for _, gs := range [][]*groupAcc{a.byRoute, a.byModel, a.byClass, a.byBucket} {
+		for _, g := range gs {
+			n += g.e2e.bytes() + g.ttft.bytes() + g.tpot.bytes()
+		}
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+package analysis
+
+import "math"
+
+// SketchRelErr is the relative accuracy of a sketched quantile: it lies
+// within ±1 % of the exact (nearest-rank) quantile of the same values, plus
+// half a unit where values are whole numbers (ns, tokens, bytes) and the
+// estimate is rounded.
+const SketchRelErr = 0.01
+
+// sketchGamma and sketchLogGamma define the bins: bin i holds the values v
+// with γ^(i−1) < |v| ≤ γ^i, γ = (1+α)/(1−α), and stands for 2γ^i/(γ+1),
+// which is within α of every value in the bin (DDSketch's logarithmic
+// mapping, Masson, Rim and Lee, VLDB 2019).
+var (
+	sketchGamma    = (1 + SketchRelErr) / (1 - SketchRelErr)
+	sketchLogGamma = math.Log(sketchGamma)
+)
+
+// sketch is a mergeable quantile sketch with relative error SketchRelErr:
+// counts per logarithmic bin, for positive values and (by magnitude) for
+// negative ones, plus a count of zeros. Counts are integers, so merging
+// shards' sketches gives exactly the sketch of all their values. Its size
+// depends on the range of the values, not their number: at most about 2,200
+// bins per sign for the whole int64 range, a few hundred for one latency
+// metric.
+type sketch struct {
+	pos, neg sketchBins
+	zero     int64
+}
+
+// sketchBins are dense counts for the bins offset … offset+len(counts)−1.
+type sketchBins struct {
+	counts []int64
+	offset int
+}
+
+// sketchBin returns the bin of a value x > 0.
+func sketchBin(x float64) int { return int(math.Ceil(math.Log(x) / sketchLogGamma)) }
+
+// sketchValue returns the value bin i stands for.
+func sketchValue(i int) float64 { return 2 * math.Pow(sketchGamma, float64(i)) / (sketchGamma + 1) }
+
+func (s *sketch) add(v int64, c int64) {
+	switch {
+	case v > 0:
+		s.pos.add(sketchBin(float64(v)), c)
+	case v < 0:
+		s.neg.add(sketchBin(-float64(v)), c)
+	default:
+		s.zero += c
+	}
+}
+
+func (b *sketchBins) add(i int, c int64) {
+	if len(b.counts) == 0 {
+		b.counts = make([]int64, 1, 16)
+		b.offset = i
+	}
+	switch {
+	case i < b.offset:
+		// Grow downwards, with room for a few more bins below.
+		grow := b.offset - i + 8
+		counts := make([]int64, grow+len(b.counts), grow+cap(b.counts))
+		copy(counts[grow:], b.counts)
+		b.counts, b.offset = counts, b.offset-grow
+	case i >= b.offset+len(b.counts):
+		need := i - b.offset + 1
+		if need > cap(b.counts) {
+			counts := make([]int64, need, need+need/4+8)
+			copy(counts, b.counts)
+			b.counts = counts
+		}
+		b.counts = b.counts[:need]
+	}
+	b.counts[i-b.offset] += c
+}
+
+func (s *sketch) merge(o *sketch) {
+	s.pos.merge(&o.pos)
+	s.neg.merge(&o.neg)
+	s.zero += o.zero
+}
+
+func (b *sketchBins) merge(o *sketchBins) {
+	for j, c := range o.counts {
+		if c != 0 {
+			b.add(o.offset+j, c)
+		}
+	}
+}
+
+// each calls f with every non-empty bin's value and count, ascending.
+func (s *sketch) each(f func(v, c int64)) {
+	for j := len(s.neg.counts) - 1; j >= 0; j-- {
+		if c := s.neg.counts[j]; c > 0 {
+			f(-int64(math.Round(sketchValue(s.neg.offset+j))), c)
+		}
+	}
+	if s.zero > 0 {
+		f(0, s.zero)
+	}
+	for j, c := range s.pos.counts {
+		if c > 0 {
+			f(int64(math.Round(sketchValue(s.pos.offset+j))), c)
+		}
+	}
+}
+
+// at returns the estimate of the value of rank r (0-based, ascending).
+func (s *sketch) at(r int64) int64 {
+	var cum, last int64
+	found := false
+	s.each(func(v, c int64) {
+		if found {
+			return
+		}
+		cum += c
+		last = v
+		found = cum > r
+	})
+	return last
+}
+
+// atLeast estimates how many values are ≥ x: it counts whole bins, so
+// values within about 2 % below x may count too.
+func (s *sketch) atLeast(x int64) int64 {
+	if x <= 0 {
+		n := s.pos.sum(math.MinInt)
+		if x == 0 {
+			return n + s.zero
+		}
+		return n + s.zero + s.neg.sum(math.MinInt) - s.neg.sum(sketchBin(-float64(x))+1)
+	}
+	return s.pos.sum(sketchBin(float64(x)))
+}
+
+// sum counts the values in bins from.
+func (b *sketchBins) sum(from int) int64 {
+	var n int64
+	for j, c := range b.counts {
+		if b.offset+j >= from {
+			n += c
+		}
+	}
+	return n
+}
+
+// bytes is about the memory the sketch holds.
+func (s *sketch) bytes() int { return 8 * (cap(s.pos.counts) + cap(s.neg.counts)) }
