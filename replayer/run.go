@@ -39,7 +39,8 @@ type Options struct {
 
 	Headers           http.Header // added to every request (credentials for the shadow go here)
 	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
-	PinOutput         bool        // max_tokens := recorded output tokens, ignore_eos
+	PinOutput         bool        // the API's output cap (max_tokens, max_output_tokens) := recorded output tokens
+	IgnoreEOS         bool        // ignore_eos on chat and completion requests (vLLM, SGLang): generate to the cap
 	IncludeUsage      bool        // stream_options.include_usage on streaming requests
 	AllowRecordedHost bool        // allow a target whose host was recorded (production!)
 
@@ -174,7 +175,7 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	case pool < 0:
 		pool = 0
 	}
-	rb := newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IncludeUsage)
+	rb := newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IgnoreEOS, o.IncludeUsage)
 
 	reqCtx, cancelReqs := context.WithCancel(ctx)
 	defer cancelReqs()

@@ -70,6 +70,7 @@ type replayFlags struct {
 	headers, headersFromEnv             []string
 	forward                             []string
 	pinOutput, includeUsage, allowHost  bool
+	ignoreEOS                           bool
 	insecure, step, skipBad, quiet      bool
 	scrape                              scrapeFlags // --scrape (scrape.go)
 }
@@ -103,7 +104,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringArrayVar(&f.headers, "header", nil, "header for the shadow, 'Name: value' (repeatable)")
 	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
 	fs.StringSliceVar(&f.forward, "forward-header", replayer.DefaultForwardHeaders, "recorded headers to replay; credentials are never replayed")
-	fs.BoolVar(&f.pinOutput, "pin-output", false, "set max_tokens to the recorded output tokens (and ignore_eos)")
+	fs.BoolVar(&f.pinOutput, "pin-output", false, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it)")
 	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
 	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host appears in the recording (production!)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
@@ -142,6 +144,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
 		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
+	}
+	if opts.PinOutput && !fs.Changed("ignore-eos") {
+		// ignore_eos where the target is known to take it: the output then
+		// matches the recording's, not just its cap.
+		if ok, server := replayer.TargetTakesIgnoreEOS(ctx, opts.Target, opts.Headers); ok {
+			opts.IgnoreEOS = true
+			if !f.quiet {
+				fmt.Fprintf(stderr, "reel replay: the target is %s: --pin-output adds ignore_eos to chat and completion requests (--ignore-eos=false to leave it out)\n", server)
+			}
+		}
 	}
 	if !f.quiet {
 		opts.Progress = stderr
@@ -351,7 +363,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		o.Headers.Add(k, v)
 	}
 	o.ForwardHeaders = f.forward
-	o.PinOutput, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.includeUsage, f.allowHost
+	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
 	return o, speeds, nil
