@@ -31,6 +31,9 @@ type Stats struct {
 	TTFTCorrelations []Correlation `json:"ttft_correlations"`
 	// Outliers are runs of adjacent frames whose tail or mix stands out.
 	Outliers []Episode `json:"outliers"`
+	// Sessions describes conversations and agent loops (nil when not
+	// asked for; see SessionStatsOf).
+	Sessions *SessionStats `json:"sessions,omitempty"`
 }
 
 // Sizes summarises a count distribution (bytes, tokens), exactly or, when
@@ -302,6 +305,11 @@ func (st *Stats) WriteText(w io.Writer) error {
 	}
 	if st.PromptTokens.N > 0 {
 		ew.printf("prompt tokens: p50 %d p90 %d p99 %d max %d mean %.0f (long: ≥ %d)\n", st.PromptTokens.P50, st.PromptTokens.P90, st.PromptTokens.P99, st.PromptTokens.Max, st.PromptTokens.Mean, s.LongPrompt)
+	}
+	if st.Sessions != nil {
+		if err := st.Sessions.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if len(st.Outliers) > 0 {
 		ew.printf("\nframes that stand out:\n")

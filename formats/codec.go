@@ -15,7 +15,7 @@ import (
 // times cheaper than JSON for exchanges with bodies, which matters because
 // every record is encoded on the writer's hot path. codecVersion goes into the
 // spool header; bump it with any change here.
-const codecVersion = 1
+const codecVersion = 2 // 2: turn_key, parent_turn_key, session_delay_ns
 
 var errCodec = errors.New("malformed spooled record")
 
@@ -98,6 +98,8 @@ func appendExchange(b []byte, x *Exchange) []byte {
 	b = appendBool(b, x.Complete)
 	b = appendString(b, x.Error)
 	b = appendString(b, x.RedactErr)
+	b = binary.AppendVarint(b, x.TurnKey)
+	b = binary.AppendVarint(b, x.ParentTurnKey)
 	return b
 }
 
@@ -150,6 +152,8 @@ func (d *decoder) exchange(x *Exchange) {
 	x.Complete = d.bool()
 	x.Error = d.string()
 	x.RedactErr = d.string()
+	x.TurnKey = d.varint()
+	x.ParentTurnKey = d.varint()
 }
 
 func appendResult(b []byte, r *Result) []byte {
@@ -180,6 +184,7 @@ func appendResult(b []byte, r *Result) []byte {
 	b = appendString(b, r.Path)
 	b = appendString(b, r.Model)
 	b = binary.AppendVarint(b, int64(r.PromptTokens))
+	b = binary.AppendVarint(b, r.SessionDelayNs)
 	return b
 }
 
@@ -211,6 +216,7 @@ func (d *decoder) result(r *Result) {
 	r.Path = d.string()
 	r.Model = d.string()
 	r.PromptTokens = d.int32()
+	r.SessionDelayNs = d.varint()
 }
 
 func appendString(b []byte, s string) []byte {

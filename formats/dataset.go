@@ -232,13 +232,26 @@ func checkSchema(fi *FileInfo, want string) error {
 	return nil
 }
 
+// AddedColumns are the columns added to a schema after its version was first
+// written (docs/schema.md, "Columns added within a version"): a file from
+// before may lack them, and its rows read with them zero. Every other column
+// must be present. Callers must not modify the map.
+var AddedColumns = map[string]bool{
+	"turn_key": true, "parent_turn_key": true, // exchange/1: session links
+	"session_delay_ns": true, // result/1: replay --sessions
+}
+
 // checkColumns makes sure every column of T's schema is in the file with the
-// same physical type, so reading cannot misinterpret a column.
+// same physical type, so reading cannot misinterpret a column; only
+// AddedColumns may be missing.
 func checkColumns[T Record](path string, pf *parquet.File) error {
 	want := parquet.SchemaOf(new(T))
 	for _, p := range want.Columns() {
 		wl, _ := want.Lookup(p...)
 		hl, ok := pf.Schema().Lookup(p...)
+		if !ok && AddedColumns[p[0]] {
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("%s: %w: no column %s", path, ErrBadFile, strings.Join(p, "."))
 		}

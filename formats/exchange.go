@@ -77,6 +77,14 @@ type Exchange struct {
 	Complete   bool              `parquet:"complete"`
 	Error      string            `parquet:"error"`
 	RedactErr  string            `parquet:"redaction_error"`
+
+	// Turn links (added in a later exchange/1 version; zero in older files
+	// and when not an LLM conversation): keyed digests computed from the
+	// raw bodies at record time, so that conversations and agent loops can
+	// be found after redaction. An exchange B continues A when
+	// B.ParentTurnKey == A.TurnKey (see docs/schema.md and analysis.Linker).
+	TurnKey       int64 `parquet:"turn_key"`        // digest of the request's conversation followed by this exchange's answer
+	ParentTurnKey int64 `parquet:"parent_turn_key"` // digest of the request's conversation up to its last answered assistant message
 }
 
 // Time reports when the exchange started; it orders and partitions datasets.

@@ -37,6 +37,11 @@ type Result struct {
 	Path         string    `parquet:"path,dict"`
 	Model        string    `parquet:"model,dict"`
 	PromptTokens int32     `parquet:"prompt_tokens"`
+	// SessionDelayNs (added in a later result/1 version) is how much later
+	// than its recorded schedule a session turn became due because it
+	// waited for its predecessor's answer on the shadow (replay
+	// --sessions); 0 otherwise. LagNs is measured from that later due time.
+	SessionDelayNs int64 `parquet:"session_delay_ns"`
 }
 
 // Time reports the original timestamp of the replayed exchange; it orders and

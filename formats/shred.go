@@ -145,6 +145,8 @@ func (s *shredder) exchange(x *Exchange) {
 	s.bool(x.Complete)
 	s.string(x.Error)
 	s.string(x.RedactErr)
+	s.int64(x.TurnKey)
+	s.int64(x.ParentTurnKey)
 }
 
 func (s *shredder) result(r *Result) {
@@ -175,6 +177,7 @@ func (s *shredder) result(r *Result) {
 	s.string(r.Path)
 	s.string(r.Model)
 	s.int32(r.PromptTokens)
+	s.int64(r.SessionDelayNs)
 }
 
 func (s *shredder) metric(m *Metric) {

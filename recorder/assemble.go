@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 	"github.com/reelkit/reel/sse"
 )
 
@@ -48,6 +49,11 @@ type Config struct {
 	// SessionHeader names the request header holding the session key
 	// (default "x-session-id").
 	SessionHeader string
+	// SessionFields are request-body fields (dotted paths, see
+	// DefaultSessionFields) read into the session column when the header
+	// is absent; the first present wins. Default none. They are read on
+	// the pipeline's workers, from the raw body, before redaction.
+	SessionFields []string
 	// Epoch makes sequence numbers and connection ids unique across
 	// restarts of a recorder on one dataset: both count up from
 	// EpochBase(Epoch). New takes it from a formats.Writer sink
@@ -368,11 +374,17 @@ func parseInt32(v string) int32 {
 	return int32(n)
 }
 
-// dropHeaders are never recorded: hop-by-hop headers and credentials (a
-// replay takes its secrets from the environment, never from the dataset).
+// dropHeaders are never recorded: hop-by-hop headers.
 var dropHeaders = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Authenticate": true,
+}
+
+// credentialHeaders are recorded by presence and length only, even
+// without redaction (--raw): a replay takes its secrets from the
+// environment, never from the dataset, but whether a request carried one
+// is part of the traffic.
+var credentialHeaders = map[string]bool{
 	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
 }
 
@@ -390,6 +402,9 @@ func headerMap(h http.Header) map[string]string {
 		v := vs[0]
 		if len(vs) > 1 {
 			v = strings.Join(vs, ", ")
+		}
+		if credentialHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
+			v = redact.CredentialMarker(len(v))
 		}
 		lk, ok := lowerNames[k]
 		if !ok {

@@ -29,10 +29,11 @@ type PipelineOptions struct {
 // fail-open: Submit never blocks, and an exchange that cannot be queued or
 // written is dropped and counted by reason.
 type pipeline struct {
-	sink Sink
-	red  Redactor
-	opts PipelineOptions
-	m    *Metrics
+	sink          Sink
+	red           Redactor
+	opts          PipelineOptions
+	m             *Metrics
+	sessionFields []string // Config.SessionFields
 
 	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
 	closed  bool
@@ -56,7 +57,7 @@ type pipeline struct {
 
 // newPipeline starts a pipeline writing to sink. red may be nil to record
 // raw (unredacted) exchanges. Close it to flush and close the sink.
-func newPipeline(sink Sink, red Redactor, opts PipelineOptions) *pipeline {
+func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []string) *pipeline {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
@@ -70,7 +71,7 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions) *pipeline {
 		opts.Metrics = NewMetrics(nil)
 	}
 	p := &pipeline{
-		sink: sink, red: red, opts: opts, m: opts.Metrics,
+		sink: sink, red: red, opts: opts, m: opts.Metrics, sessionFields: sessionFields,
 		queue:   make(chan item, opts.Queue),
 		written: make(chan item, opts.Workers*4),
 		// Recording work (redaction, Parquet encoding, a row group's
@@ -201,6 +202,9 @@ func (p *pipeline) work() {
 		x := it.x
 		p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
 		p.cpu <- struct{}{}
+		if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
+			x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
+		}
 		Enrich(x)
 		if p.red != nil {
 			p.red.RedactExchange(x)

@@ -44,7 +44,7 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 		t.Run("gomaxprocs="+strconv.Itoa(procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			b := &busyStages{}
-			p := newPipeline(b, b, PipelineOptions{Workers: 4, Queue: 4096})
+			p := newPipeline(b, b, PipelineOptions{Workers: 4, Queue: 4096}, nil)
 			const n = 400
 			for i := range n {
 				if !p.Submit(&formats.Exchange{Seq: int64(i)}) {

@@ -132,7 +132,7 @@ func New(sink Sink, red Redactor, opts Options) *Recorder {
 	}
 	r := &Recorder{
 		asm:     NewAssembler(opts.Config),
-		pipe:    newPipeline(sink, red, opts.Pipeline),
+		pipe:    newPipeline(sink, red, opts.Pipeline, opts.Config.SessionFields),
 		filter:  opts.Filter,
 		sampleT: math.MaxUint64,
 		wait:    opts.Wait,

@@ -21,7 +21,7 @@ func (s *slowSink) Write(x *formats.Exchange) error {
 // every exchange (where Submit would drop), and refuse after Close.
 func TestSubmitWaitLosesNothing(t *testing.T) {
 	sink := &slowSink{}
-	p := newPipeline(sink, markRedactor{}, PipelineOptions{Queue: 4, QueueBytes: 64})
+	p := newPipeline(sink, markRedactor{}, PipelineOptions{Queue: 4, QueueBytes: 64}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const n = 300
@@ -54,7 +54,7 @@ func (s *stuckSink) Close() error                  { return nil }
 func TestCloseNotHeldBySubmitWait(t *testing.T) {
 	sink := &stuckSink{release: make(chan struct{})}
 	defer close(sink.release)
-	p := newPipeline(sink, nil, PipelineOptions{Queue: 1, Workers: 1})
+	p := newPipeline(sink, nil, PipelineOptions{Queue: 1, Workers: 1}, nil)
 	// Fill everything between Submit and the sink: the writer's Write, the
 	// written buffer, the worker and the queue. Give the goroutines time to
 	// take items (bounded: on a loaded machine some Submits may just drop).
@@ -97,7 +97,7 @@ func TestCloseNotHeldBySubmitWait(t *testing.T) {
 // after it began.
 func TestSubmitLaterBeforeCloseIsKept(t *testing.T) {
 	sink := &countSink{}
-	p := newPipeline(sink, markRedactor{}, PipelineOptions{})
+	p := newPipeline(sink, markRedactor{}, PipelineOptions{}, nil)
 	release := make(chan struct{})
 	const n = 50
 	for i := range n {

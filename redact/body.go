@@ -34,42 +34,97 @@ const (
 	kindEmpty
 )
 
-// kindOf picks the handler from the content type, sniffing when absent.
-func kindOf(contentType string, body []byte) bodyKind {
+// kindOf picks the handler from the declared content type and what the
+// body holds: a body is handled as what it is, not only as what it says it
+// is. JSON declared as a form (curl -d's default content type) or as
+// text/plain is JSON; it stays what was sent (replay sends the redacted
+// JSON under the declared type, as the client did). A declared text type
+// (JSON, form, text) over bytes that are not text cannot be redacted as
+// either and fails closed. Without a content type, or with
+// application/octet-stream, the body is sniffed.
+func kindOf(contentType string, body []byte) (bodyKind, error) {
 	if len(body) == 0 {
-		return kindEmpty
+		return kindEmpty, nil
 	}
-	mt := ""
+	mt, params := "", map[string]string(nil)
 	if contentType != "" {
-		if t, _, err := mime.ParseMediaType(contentType); err == nil {
-			mt = t
+		if t, p, err := mime.ParseMediaType(contentType); err == nil {
+			mt, params = t, p
 		} else {
 			mt = strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
 		}
 	}
+	t := bytes.TrimLeft(body, " \t\r\n")
+	looksJSON := len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	notText := func() error {
+		return &Error{Reason: fmt.Sprintf("content type %s but the body is not text", mt)}
+	}
 	switch {
 	case mt == "text/event-stream":
-		return kindSSE
+		return kindSSE, nil
 	case mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "application/x-ndjson" || mt == "application/jsonl":
-		return kindJSON
+		// Anything that does not start like JSON is redacted as text from
+		// there by the JSON redactor: only bytes that are not text at all
+		// (a compressed body without Content-Encoding) are refused.
+		if len(t) > 0 && !jsonStart(t[0]) && !isText(body) {
+			return 0, notText()
+		}
+		return kindJSON, nil
 	case mt == "application/x-www-form-urlencoded":
-		return kindForm
+		switch {
+		case looksJSON:
+			return kindJSON, nil
+		case !isText(body):
+			return 0, notText()
+		}
+		return kindForm, nil
 	case strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript":
-		return kindText
+		switch cs := strings.ToLower(params["charset"]); {
+		case looksJSON && mt == "text/plain":
+			return kindJSON, nil
+		case (cs == "" || cs == "utf-8" || cs == "us-ascii") && !isText(body):
+			return 0, notText()
+		}
+		return kindText, nil
 	case mt != "" && mt != "application/octet-stream":
-		return kindBinary
+		return kindBinary, nil
 	}
 	// No or generic content type: sniff.
-	t := bytes.TrimLeft(body, " \t\r\n")
 	switch {
-	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
-		return kindJSON
+	case looksJSON:
+		return kindJSON, nil
 	case bytes.HasPrefix(t, []byte("data:")) || bytes.HasPrefix(t, []byte("event:")):
-		return kindSSE
-	case utf8.Valid(body[:min(len(body), 4096)]) || utf8.Valid(body):
-		return kindText
+		return kindSSE, nil
+	case isText(body):
+		return kindText, nil
 	}
-	return kindBinary
+	return kindBinary, nil
+}
+
+// jsonStart reports whether c can start a JSON value.
+func jsonStart(c byte) bool {
+	switch c {
+	case '{', '[', '"', '-', 't', 'f', 'n', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+// isText reports whether body is UTF-8 without NUL bytes, allowing a rune
+// cut off at the end (a body truncated at --max-body).
+func isText(body []byte) bool {
+	if bytes.IndexByte(body, 0) >= 0 {
+		return false
+	}
+	if utf8.Valid(body) {
+		return true
+	}
+	for cut := 1; cut < utf8.UTFMax && cut < len(body); cut++ {
+		if utf8.Valid(body[:len(body)-cut]) && !utf8.FullRune(body[len(body)-cut:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // RedactRequestBody redacts a request body of the given content type.
@@ -108,7 +163,11 @@ func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, 
 			b, err = Body{}, &Error{Reason: fmt.Sprintf("internal error: %v", p)}
 		}
 	}()
-	b, err = j.body(kindOf(contentType, body), body)
+	kind, err := kindOf(contentType, body)
+	if err != nil {
+		return Body{}, err
+	}
+	b, err = j.body(kind, body)
 	if err == nil && !identity && b.Data != nil {
 		if b.Data, err = encodeBody(c, b.Data); err != nil {
 			return Body{}, &Error{Reason: err.Error()}
@@ -251,8 +310,9 @@ func (j *job) appendTextValue(out, v []byte) []byte {
 }
 
 // redactForm redacts application/x-www-form-urlencoded bodies field by
-// field: keys pass the detectors, values of kept keys too, other values
-// become chained synthetic text.
+// field: keys that look like field names pass the detectors, other keys
+// (text posted as a form has no '=' and is all key) and the values of keys
+// not kept become chained synthetic text; kept values pass the detectors.
 func (j *job) redactForm(body []byte) []byte {
 	out := make([]byte, 0, len(body)+16)
 	for i, pair := range bytes.Split(body, []byte("&")) {
@@ -264,7 +324,15 @@ func (j *job) redactForm(body []byte) []byte {
 		if err != nil {
 			key = string(k)
 		}
-		dk, _ := j.r.detect(key)
+		var dk string
+		if fieldName(key) {
+			dk, _ = j.r.detect(key)
+		} else { // text sent as a form: "name" is the text
+			if j.r.topics != nil && j.domain == domainPrompt {
+				j.r.topics.scan([]byte(key), &j.topics)
+			}
+			dk = string(j.appendTextValue(nil, []byte(key)))
+		}
 		out = append(out, url.QueryEscape(dk)...)
 		if !hasEq {
 			continue
@@ -286,4 +354,21 @@ func (j *job) redactForm(body []byte) []byte {
 		out = append(out, url.QueryEscape(nv)...)
 	}
 	return out
+}
+
+// maxFieldName is the longest form key kept as a field name.
+const maxFieldName = 64
+
+// fieldName reports whether a form key looks like a field name (user,
+// messages[0][content], max_tokens) rather than text.
+func fieldName(k string) bool {
+	if len(k) > maxFieldName {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; !isASCIIAlnum(c) && c != '_' && c != '-' && c != '.' && c != '[' && c != ']' {
+			return false
+		}
+	}
+	return true
 }

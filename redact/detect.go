@@ -1,65 +1,149 @@
 package redact
 
 import (
+	"encoding/base64"
 	"net/netip"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Entity types found by the detectors; Finding.Type holds one of them.
 const (
-	EntityEmail      = "email"
-	EntityPhone      = "phone"
-	EntityCNMobile   = "cn_mobile"
-	EntityCard       = "credit_card"
-	EntityIBAN       = "iban"
-	EntityIPv4       = "ipv4"
-	EntityIPv6       = "ipv6"
-	EntitySSN        = "us_ssn"
-	EntityCNID       = "cn_resident_id"
-	EntityJWT        = "jwt"
-	EntityOpenAIKey  = "openai_key"
-	EntityAnthropic  = "anthropic_key"
-	EntityAWSKey     = "aws_access_key"
-	EntityAWSSecret  = "aws_secret_key"
-	EntityGCPKey     = "gcp_api_key"
-	EntityGCPToken   = "gcp_oauth_token"
-	EntityPrivateKey = "private_key"
-	EntityBearer     = "bearer_token"
+	EntityEmail       = "email"
+	EntityPhone       = "phone"
+	EntityCNMobile    = "cn_mobile"
+	EntityCard        = "credit_card"
+	EntityIBAN        = "iban"
+	EntityIPv4        = "ipv4"
+	EntityIPv6        = "ipv6"
+	EntitySSN         = "us_ssn"
+	EntityCNID        = "cn_resident_id"
+	EntityJWT         = "jwt"
+	EntityOpenAIKey   = "openai_key"
+	EntityAnthropic   = "anthropic_key"
+	EntityAWSKey      = "aws_access_key"
+	EntityAWSSecret   = "aws_secret_key"
+	EntityGCPKey      = "gcp_api_key"
+	EntityGCPToken    = "gcp_oauth_token"
+	EntityGitHub      = "github_token"
+	EntityGitLab      = "gitlab_token"
+	EntitySlack       = "slack_token"
+	EntityStripe      = "stripe_key"
+	EntityHuggingFace = "huggingface_token"
+	EntitySendGrid    = "sendgrid_key"
+	EntityPrivateKey  = "private_key"
+	EntityURLPassword = "url_password" // user:password@ in a URL or DSN
+	EntityPassword    = "password"     // password=… in a connection string or config line
+	EntityBearer      = "bearer_token"
+	EntityBase64      = "base64" // base64 whose decoded text holds any of the above
 )
 
-// detector finds one entity type. valid confirms a regexp match (a
-// checksum); token makes its deterministic, format-preserving replacement.
+// detector finds one entity type. valid confirms a match (a checksum);
+// token makes its deterministic, format-preserving replacement; may is a
+// necessary condition for re to match, on the cheap features of the text
+// (prefilter.go), so that most detectors are skipped on most strings.
+//
+// Boundaries: Go's \b counts '_' as a word character, so "card_4539…" or
+// "tok_sk-proj-…" had none and values glued to a prefix were missed.
+// Instead each detector names the bytes that may not touch a match (its
+// glue): a match touching one is part of a longer value of another shape —
+// a card number inside a longer digit run, an AWS key id inside a longer
+// upper-case run — and is left alone. Anything a value's own format cannot
+// contain may touch it: "card_4539…", "AKIA…_prod", "/user_4539…/".
 type detector struct {
-	typ   string
-	re    *regexp.Regexp
-	valid func(string) bool
-	token func(m string, g *rng) string
+	typ      string
+	re       *regexp.Regexp // the value is submatch 1; a right glue check follows it
+	leftGlue func(byte) bool
+	valid    func(string) bool
+	token    func(m string, g *rng) string
+	may      func(f *features) bool
+}
+
+// glue classes: bytes that may not touch a value on one side.
+const (
+	glueNone       = ""
+	glueDigit      = "0-9"
+	glueAlnum      = "A-Za-z0-9"
+	glueUpperDigit = "A-Z0-9"
+)
+
+var glueFuncs = map[string]func(byte) bool{
+	glueNone:       nil,
+	glueDigit:      isDigit,
+	glueAlnum:      isASCIIAlnum,
+	glueUpperDigit: func(c byte) bool { return isUpper(c) || isDigit(c) },
+}
+
+// det builds a detector for the regexp core: left and right are glue
+// classes. The right one is part of the regexp, so a quantifier gives back
+// what it must ("4111 1111 1111 1111 2024" still finds the card); the left
+// one is checked on each match.
+func det(typ, core, left, right string, valid func(string) bool, token func(string, *rng) string, may func(*features) bool) detector {
+	expr := "(" + core + ")"
+	if right != glueNone {
+		expr += "(?:[^" + right + "]|$)"
+	}
+	return detector{typ: typ, re: regexp.MustCompile(expr), leftGlue: glueFuncs[left], valid: valid, token: token, may: may}
 }
 
 // detectors run in this order: the most specific shapes first, so a JWT is
-// not half-eaten as something else.
+// not half-eaten as something else. Key patterns follow the providers'
+// documented formats (gitleaks' rule set was the reference), loosened in
+// length where a provider has changed it before.
 var detectors = []detector{
-	{EntityPrivateKey, regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`), nil, tokenPEM},
-	{EntityJWT, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), nil, tokenKeep(3)},
-	{EntityBearer, regexp.MustCompile(`(?i)\bbearer[ \t]+[A-Za-z0-9._~+/=-]{6,}`), nil, tokenBearer},
-	{EntityAnthropic, regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{16,}`), nil, tokenKeep(7)},
-	{EntityOpenAIKey, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), nil, tokenKeep(3)},
-	{EntityAWSKey, regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`), nil, tokenKeep(4)},
-	{EntityAWSSecret, regexp.MustCompile(`(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}`), nil, tokenSuffix(40)},
-	{EntityGCPKey, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{30,40}`), nil, tokenKeep(4)},
-	{EntityGCPToken, regexp.MustCompile(`\bya29\.[0-9A-Za-z_-]{16,}`), nil, tokenKeep(5)},
-	{EntityEmail, regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`), nil, tokenEmail},
-	{EntityIBAN, regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), validIBAN, tokenIBAN},
-	{EntityCNID, regexp.MustCompile(`\b[1-9][0-9]{16}[0-9Xx]\b`), validCNID, tokenCNID},
+	// A private key block, or its start when the END line was cut off: then
+	// the body up to the first character that cannot be in it.
+	det(EntityPrivateKey, `-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:,\s\\-]*)`,
+		glueNone, glueNone, nil, tokenPEM, func(f *features) bool { return f.pem }),
+	det(EntityJWT, `eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`, glueAlnum, glueNone, nil, tokenKeep(3),
+		func(f *features) bool { return f.jwt }),
+	// scheme://user:password@: basic auth in URLs and database DSNs.
+	det(EntityURLPassword, `[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:[^\s/?#]*@`, glueNone, glueNone, nil, tokenUserinfo,
+		func(f *features) bool { return f.at && f.scheme }),
+	// password=… in key-value connection strings and config lines.
+	det(EntityPassword, `(?i)(?:password|passwd|pwd)\s*[=:]\s*(?:"[^"\s]+"|'[^'\s]+'|[^\s"'&;,]+)`, glueAlnum, glueNone, nil, tokenAssignment,
+		func(f *features) bool { return f.password }),
+	det(EntityBearer, `(?i)bearer[ \t]+[A-Za-z0-9._~+/=-]{6,}`, glueAlnum, glueNone, nil, tokenBearer,
+		func(f *features) bool { return f.bearer }),
+	det(EntityGitHub, `gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255}`, glueAlnum, glueNone, nil, tokenAfter("_"),
+		func(f *features) bool { return f.github }),
+	det(EntityGitLab, `gl(?:pat|ptt|dt|rt|cbt|soat)-[A-Za-z0-9_-]{20,255}`, glueAlnum, glueNone, nil, tokenAfter("-"),
+		func(f *features) bool { return f.gitlab }),
+	det(EntitySlack, `xox[abeposr]-[A-Za-z0-9-]{10,255}|xapp-[0-9]+-[A-Za-z0-9-]{10,255}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{16,255}`,
+		glueAlnum, glueNone, nil, tokenAfter("-/"), func(f *features) bool { return f.slack }),
+	det(EntityStripe, `(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{20,255}`, glueAlnum, glueNone, nil, tokenAfter("_"),
+		func(f *features) bool { return f.stripe }),
+	det(EntityHuggingFace, `(?:hf|api_org)_[A-Za-z0-9]{30,255}`, glueAlnum, glueNone, nil, tokenAfter("_"),
+		func(f *features) bool { return f.huggingFace }),
+	det(EntitySendGrid, `SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}`, glueAlnum, glueNone, nil, tokenKeep(3),
+		func(f *features) bool { return f.sendGrid }),
+	det(EntityAnthropic, `sk-ant-[A-Za-z0-9_-]{16,}`, glueAlnum, glueNone, nil, tokenKeep(7), func(f *features) bool { return f.skKey }),
+	det(EntityOpenAIKey, `sk-[A-Za-z0-9_-]{16,}`, glueAlnum, glueNone, nil, tokenKeep(3), func(f *features) bool { return f.skKey }),
+	det(EntityAWSKey, `(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}`, glueUpperDigit, glueUpperDigit, nil, tokenKeep(4),
+		func(f *features) bool { return f.awsKey }),
+	det(EntityAWSSecret, `(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}`, glueNone, glueNone, nil, tokenSuffix(40),
+		func(f *features) bool { return f.awsSecret }),
+	det(EntityGCPKey, `AIza[0-9A-Za-z_-]{30,40}`, glueAlnum, glueNone, nil, tokenKeep(4), func(f *features) bool { return f.gcpKey }),
+	det(EntityGCPToken, `ya29\.[0-9A-Za-z_-]{16,}`, glueAlnum, glueNone, nil, tokenKeep(5), func(f *features) bool { return f.gcpToken }),
+	det(EntityEmail, `[A-Za-z0-9_.%+-]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}|localhost)`, glueNone, glueNone, nil, tokenEmail,
+		func(f *features) bool { return f.at }),
+	det(EntityIBAN, `[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?`, glueUpperDigit, glueUpperDigit, validIBAN, tokenIBAN,
+		func(f *features) bool { return f.ibanStart }),
+	det(EntityCNID, `[1-9][0-9]{16}[0-9Xx]`, glueDigit, glueDigit, validCNID, tokenCNID, func(f *features) bool { return f.digitRun >= 17 }),
 	// Card numbers start with 2-6 (Mastercard, Amex/JCB/Diners, Visa, Mastercard, Discover/UnionPay):
 	// millisecond and microsecond timestamps start with 1 and are left alone.
-	{EntityCard, regexp.MustCompile(`\b[2-6](?:[ -]?[0-9]){12,18}\b`), validLuhn, tokenCard},
-	{EntitySSN, regexp.MustCompile(`\b[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}\b`), validSSN, tokenSSN},
-	{EntityPhone, regexp.MustCompile(`\+[1-9](?:[ -]?\(?[0-9]\)?){6,14}\b`), nil, tokenDigits(2)},
-	{EntityCNMobile, regexp.MustCompile(`\b1[3-9][0-9](?:[ -]?[0-9]){8}\b`), nil, tokenCNMobile},
-	{EntityIPv6, regexp.MustCompile(`(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}`), validIPv6, tokenHex},
-	{EntityIPv4, regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b`), validIPv4, tokenIPv4},
+	det(EntityCard, `[2-6](?:[ -]?[0-9]){12,18}`, glueDigit, glueDigit, validLuhn, tokenCard, func(f *features) bool { return f.sepRun >= 13 }),
+	det(EntitySSN, `[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}`, glueDigit, glueDigit, validSSN, tokenSSN, func(f *features) bool { return f.sepRun >= 9 }),
+	det(EntityPhone, `\+[1-9](?:[ -]?\(?[0-9]\)?){6,14}`, glueNone, glueDigit, nil, tokenDigits(2),
+		func(f *features) bool { return f.plus && f.digits >= 7 }),
+	// North American numbers as people write them: (650) 253-0000,
+	// 650-253-0000, 650.253.0000. A bare run of ten digits is not claimed.
+	det(EntityPhone, `(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[2-9][0-9]{2}[.-][0-9]{4}`, glueDigit, glueDigit, nil, tokenNANP,
+		func(f *features) bool { return f.digits >= 10 }),
+	det(EntityCNMobile, `1[3-9][0-9](?:[ -]?[0-9]){8}`, glueDigit, glueDigit, nil, tokenCNMobile, func(f *features) bool { return f.sepRun >= 11 }),
+	det(EntityIPv6, `(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}`, glueNone, glueNone, validIPv6, tokenHex, func(f *features) bool { return f.colons >= 2 }),
+	det(EntityIPv4, `(?:[0-9]{1,3}\.){3}[0-9]{1,3}`, glueDigit, glueDigit, validIPv4, tokenIPv4, func(f *features) bool { return f.dots >= 3 && f.digits >= 4 }),
 }
 
 // Finding is one detected value.
@@ -71,12 +155,18 @@ type Finding struct {
 
 // needsScan is the cheap pre-filter: only text with an '@', two colons,
 // seven digits (phones, cards, IDs, IBANs, SSNs), four digits and three
-// dots (IPv4), or the first letters of a key or token shape can hold
-// anything detectable. Model names like "gpt-4o" skip the regexps.
+// dots (IPv4), the first letters of a key or token shape, or a run that
+// may be base64 can hold anything detectable. Model names like "gpt-4o"
+// skip the regexps.
 func needsScan[T string | []byte](s T) bool {
 	digits, dots, colons := 0, 0, 0
+	var b64 base64Run
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
+		c := s[i]
+		if b64.add(c) {
+			return true
+		}
+		switch c {
 		case '@':
 			return true
 		case ':':
@@ -85,17 +175,59 @@ func needsScan[T string | []byte](s T) bool {
 			dots++
 		case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			digits++
-		case 's', 'A', 'e', 'y', 'b', 'B', '-', 'w', 'W':
+		case 's', 'A', 'e', 'y', 'b', 'B', '-', 'w', 'W', 'g', 'x', 'r', 'h', 'S', 'p', 'P', 'a':
 			if i+2 < len(s) {
 				switch string(s[i : i+3]) {
-				case "sk-", "AKI", "ASI", "AGP", "AID", "ARO", "ANP", "ANV", "AIP", "AIz", "eyJ", "ya2",
-					"bea", "Bea", "BEA", "---", "ws_", "WS_", "wss", "WSS", "Wss":
+				case "sk-", "sk_", "rk_", "AKI", "ASI", "AGP", "AID", "ARO", "ANP", "ANV", "AIP", "AIz", "eyJ", "ya2",
+					"---", "ws_", "WS_", "wss", "WSS", "Wss",
+					"ghp", "gho", "ghu", "ghs", "ghr", "glp", "gld", "glr", "glc", "gls",
+					"xox", "xap", "hf_", "SG.", "hoo", "whs":
 					return true
 				}
+				// Case-insensitive shapes: bearer, passw(or)d, pwd.
+				if c1, c2 := lowerByte(s[i+1]), lowerByte(s[i+2]); (c|0x20) == 'b' && c1 == 'e' && c2 == 'a' ||
+					(c|0x20) == 'p' && (c1 == 'a' && c2 == 's' || c1 == 'w' && c2 == 'd') {
+					return true
+				}
+			}
+			if c == 'g' && len(s)-i >= 11 && string(s[i:i+11]) == "github_pat_" || c == 'a' && len(s)-i >= 8 && string(s[i:i+8]) == "api_org_" {
+				return true
 			}
 		}
 	}
 	return colons >= 2 || digits >= 7 || digits >= 4 && dots >= 3
+}
+
+// base64Run follows runs of base64 characters byte by byte. A run of
+// minBase64Run or more that mixes upper- and lower-case letters and holds a
+// digit or padding may be encoded text worth decoding.
+type base64Run struct {
+	n                   int
+	upper, lower, digit bool
+}
+
+const minBase64Run = 16
+
+func isBase64Byte(c byte) bool {
+	return isASCIIAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_'
+}
+
+// add takes the next byte; it reports whether the run so far qualifies.
+func (b *base64Run) add(c byte) bool {
+	switch {
+	case isUpper(c):
+		b.upper = true
+	case c >= 'a' && c <= 'z':
+		b.lower = true
+	case isDigit(c), c == '=' && b.n > 0:
+		b.digit = true
+	case isBase64Byte(c):
+	default:
+		*b = base64Run{}
+		return false
+	}
+	b.n++
+	return b.n >= minBase64Run && b.upper && b.lower && b.digit
 }
 
 // detect replaces every detected value in s by its token.
@@ -111,11 +243,37 @@ func (r *Redactor) Detect(s string) (string, []Finding) {
 	return out, fs
 }
 
-// detectAll runs the detectors over s in order. With prefilter, a detector
-// whose regexp cannot match s's features (prefilter.go) is skipped, and the
-// features are taken again after a replacement, as a token may have a new
-// shape; without, every regexp runs: the reference the tests compare with.
+// detectAll runs the detectors over s in order, then decodes what may be
+// base64 and replaces a run whose decoded text holds anything detectable.
+// With prefilter, a detector whose regexp cannot match s's features
+// (prefilter.go) is skipped, and the features are taken again after a
+// replacement, as a token may have a new shape; without, every regexp
+// runs: the reference the tests compare with.
 func (r *Redactor) detectAll(s string, findings *[]Finding, prefilter bool) (string, bool) {
+	return r.detectDepth(s, findings, prefilter, false, 0)
+}
+
+// detectInfra is detect for text about the operator's own machines (error
+// strings, the host and upstream columns): loopback, private and
+// link-local addresses stay readable, as they name machines inside the
+// operator's network, not people, and an error that says which backend
+// refused is what makes it worth keeping. Public addresses (a client's)
+// and everything else are replaced as usual.
+func (r *Redactor) detectInfra(s string) string {
+	out, _ := r.detectDepth(s, nil, true, true, 0)
+	return out
+}
+
+// internalAddr reports whether m is a loopback, private or link-local IP.
+func internalAddr(m string) bool {
+	a, err := netip.ParseAddr(m)
+	return err == nil && (a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified())
+}
+
+// maxBase64Depth bounds how many layers of base64 are decoded.
+const maxBase64Depth = 2
+
+func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter, keepInternal bool, depth int) (string, bool) {
 	if !needsScan(s) {
 		return s, false
 	}
@@ -126,30 +284,153 @@ func (r *Redactor) detectAll(s string, findings *[]Finding, prefilter bool) (str
 	changed := false
 	for i := range detectors {
 		d := &detectors[i]
-		if prefilter && !f.mayMatch(d.typ) || !d.re.MatchString(s) {
+		if prefilter && !d.may(&f) || !d.re.MatchString(s) {
 			continue
 		}
-		replaced := false
-		s = d.re.ReplaceAllStringFunc(s, func(m string) string {
+		out, replaced := d.replace(s, func(m string) (string, bool) {
 			if d.valid != nil && !d.valid(m) {
-				return m
+				return m, false
+			}
+			if keepInternal && (d.typ == EntityIPv4 || d.typ == EntityIPv6) && internalAddr(m) {
+				return m, false
 			}
 			g := r.seed(domainPII, d.typ, m)
 			t := d.token(m, &g)
 			if t == m {
-				return m
+				return m, false
 			}
-			changed, replaced = true, true
 			if findings != nil {
 				*findings = append(*findings, Finding{Type: d.typ, Value: m, Token: t})
 			}
-			return t
+			return t, true
 		})
-		if prefilter && replaced {
-			f = scanFeatures(s)
+		if replaced {
+			s, changed = out, true
+			if prefilter {
+				f = scanFeatures(s)
+			}
+		}
+	}
+	if depth < maxBase64Depth && (!prefilter || f.base64) {
+		if out, replaced := r.detectBase64(s, findings, prefilter, keepInternal, depth); replaced {
+			s, changed = out, true
 		}
 	}
 	return s, changed
+}
+
+// replace returns s with each match that touches no glue byte and for
+// which tok returns true replaced by tok's result.
+func (d *detector) replace(s string, tok func(m string) (string, bool)) (string, bool) {
+	var out []byte
+	last := 0
+	for pos := 0; pos < len(s); {
+		loc := d.re.FindStringSubmatchIndex(s[pos:])
+		if loc == nil {
+			break
+		}
+		a, e := pos+loc[2], pos+loc[3]
+		if e > a && (d.leftGlue == nil || a == 0 || !d.leftGlue(s[a-1])) {
+			if t, ok := tok(s[a:e]); ok {
+				if out == nil {
+					out = make([]byte, 0, len(s)+16)
+				}
+				out = append(out, s[last:a]...)
+				out = append(out, t...)
+				last, pos = e, e
+				continue
+			}
+		}
+		// Nothing here: look again from the next byte that may start a value.
+		pos = a + 1
+		for d.leftGlue != nil && pos < len(s) && d.leftGlue(s[pos-1]) {
+			pos++
+		}
+	}
+	if out == nil {
+		return s, false
+	}
+	return string(append(out, s[last:]...)), true
+}
+
+// detectBase64 decodes each run of s that may be base64 (standard or URL
+// alphabet, padded or not) to valid UTF-8 and runs the detectors over the
+// decoded text; a run whose text holds anything is replaced by a token of
+// the same length and alphabet. A run that does not decode as a whole is
+// tried again in pieces split at '-' and '_' (standard base64 glued to a
+// name: "tok_Y29udGFjdC…"). Finding.Value is the encoded run.
+func (r *Redactor) detectBase64(s string, findings *[]Finding, prefilter, keepInternal bool, depth int) (string, bool) {
+	return r.base64Runs(s, findings, prefilter, keepInternal, depth, isBase64Byte)
+}
+
+func isStdBase64Byte(c byte) bool { return isASCIIAlnum(c) || c == '+' || c == '/' }
+
+func (r *Redactor) base64Runs(s string, findings *[]Finding, prefilter, keepInternal bool, depth int, in func(byte) bool) (string, bool) {
+	var out []byte
+	last := 0
+	for i := 0; i < len(s); {
+		if !in(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && in(s[j]) {
+			j++
+		}
+		for j < len(s) && s[j] == '=' {
+			j++
+		}
+		run := s[i:j]
+		t, found := "", false
+		if len(run) >= minBase64Run {
+			if r.base64Secret(run, prefilter, keepInternal, depth) {
+				g := r.seed(domainPII, EntityBase64, run)
+				t, found = reshape(run, 0, &g), true
+				if findings != nil {
+					*findings = append(*findings, Finding{Type: EntityBase64, Value: run, Token: t})
+				}
+			} else if strings.ContainsAny(run, "-_") {
+				t, found = r.base64Runs(run, findings, prefilter, keepInternal, depth, isStdBase64Byte)
+			}
+		}
+		if found {
+			if out == nil {
+				out = make([]byte, 0, len(s))
+			}
+			out = append(out, s[last:i]...)
+			out = append(out, t...)
+			last = j
+		}
+		i = j
+	}
+	if out == nil {
+		return s, false
+	}
+	return string(append(out, s[last:]...)), true
+}
+
+var base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+
+// base64Secret reports whether run decodes to text with something
+// detectable in it.
+func (r *Redactor) base64Secret(run string, prefilter, keepInternal bool, depth int) bool {
+	var b base64Run
+	qualifies := false
+	for i := 0; i < len(run) && !qualifies; i++ {
+		qualifies = b.add(run[i])
+	}
+	if !qualifies {
+		return false
+	}
+	for _, enc := range base64Encodings {
+		dec, err := enc.DecodeString(run)
+		if err != nil || len(dec) == 0 || !utf8.Valid(dec) {
+			continue
+		}
+		_, found := r.detectDepth(string(dec), nil, prefilter, keepInternal, depth+1)
+		return found
+	}
+	return false
 }
 
 // detectDigits checks a bare run of digits (a JSON number) for cards, CN
@@ -337,16 +618,57 @@ func tokenBearer(m string, g *rng) string {
 	return reshape(m, i, g)
 }
 
+// tokenPEM keeps the BEGIN and END lines and reshapes the body between
+// them (all that follows BEGIN when END is missing).
 func tokenPEM(m string, g *rng) string {
-	begin := strings.Index(m, "-----\n")
+	begin := strings.Index(m, "KEY-----")
 	if begin < 0 {
-		begin = strings.Index(m[5:], "-----") + 10
-	}
-	end := strings.LastIndex(m, "-----END")
-	if begin < 0 || end < begin {
 		return reshape(m, 0, g)
 	}
+	begin += len("KEY-----")
+	if strings.HasPrefix(m[begin:], " BLOCK-----") {
+		begin += len(" BLOCK-----")
+	}
+	end := strings.LastIndex(m, "-----END")
+	if end < begin {
+		end = len(m)
+	}
 	return m[:begin] + reshape(m[begin:end], 0, g) + m[end:]
+}
+
+// tokenAfter keeps a key's prefix, up to and including the first of seps,
+// and reshapes the rest.
+func tokenAfter(seps string) func(string, *rng) string {
+	return func(m string, g *rng) string {
+		return reshape(m, strings.IndexAny(m, seps)+1, g)
+	}
+}
+
+// tokenUserinfo keeps a URL's scheme and reshapes its user and password.
+func tokenUserinfo(m string, g *rng) string {
+	return reshape(m, strings.Index(m, "://")+3, g)
+}
+
+// tokenAssignment keeps "password=" and reshapes the value.
+func tokenAssignment(m string, g *rng) string {
+	return reshape(m, strings.IndexAny(m, "=:")+1, g)
+}
+
+// tokenNANP draws a North American number of the same layout whose area
+// code and exchange still start with 2-9.
+func tokenNANP(m string, g *rng) string {
+	b := []byte(reshape(m, 0, g))
+	n := 0
+	for i, c := range b {
+		if !isDigit(c) {
+			continue
+		}
+		if n == 0 || n == 3 {
+			b[i] = byte('2' + g.intn(8))
+		}
+		n++
+	}
+	return string(b)
 }
 
 func tokenDigits(keep int) func(string, *rng) string {
@@ -356,8 +678,11 @@ func tokenDigits(keep int) func(string, *rng) string {
 func tokenEmail(m string, g *rng) string {
 	at := strings.LastIndexByte(m, '@')
 	dot := strings.LastIndexByte(m, '.')
-	if at < 0 || dot < at {
+	if at < 0 {
 		return reshape(m, 0, g)
+	}
+	if dot < at { // user@localhost
+		dot = len(m)
 	}
 	local := []byte(m[:at])
 	for i, c := range local {
@@ -365,7 +690,11 @@ func tokenEmail(m string, g *rng) string {
 			local[i] = alnum[26+g.intn(36)] // lower-case letters and digits
 		}
 	}
-	return string(local) + "@" + reshape(m[at+1:dot], 0, g) + m[dot:]
+	domain := m[at+1 : dot]
+	if domain != "localhost" {
+		domain = reshape(domain, 0, g)
+	}
+	return string(local) + "@" + domain + m[dot:]
 }
 
 func tokenCard(m string, g *rng) string {

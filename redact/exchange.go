@@ -10,8 +10,11 @@ import (
 )
 
 // RedactExchange redacts everything the recorder filled raw, in place:
-// path, query, client, session, request and response headers and bodies.
-// It sets PrefixHashes and Topic from the raw request, and RedactErr when a
+// every column that copies a request or response value (path, query,
+// host, model, client, session, upstream, context headers, error, header
+// names and values) and both bodies.
+// It sets PrefixHashes, Topic and the turn links (LinkTurns) from the raw
+// bodies, and RedactErr when a
 // body could not be redacted; that body is then emptied (its size fields
 // are kept). It never panics.
 func (r *Redactor) RedactExchange(x *formats.Exchange) {
@@ -19,16 +22,23 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 	defer func() {
 		if p := recover(); p != nil { // fail closed: nothing raw may survive
 			x.ReqBody, x.RespBody = nil, nil
-			x.Path, x.Query, x.Client = "", "", ""
-			x.ReqHeaders, x.RespHeaders = nil, nil
+			x.Path, x.Query, x.Client, x.Host, x.Model, x.Session = "", "", "", "", "", ""
+			x.Upstream, x.Error, x.Topic = "", "", ""
+			x.ReqHeaders, x.RespHeaders, x.Context = nil, nil, nil
 			errs = append(errs, fmt.Sprintf("internal error: %v", p))
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
+	LinkTurns(x, r.key) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client, _ = r.detect(x.Client)
-	x.Error, _ = r.detect(x.Error) // upstream errors can quote addresses
+	// The model column is copied from the raw body ("ft:gpt-4o:" + anything):
+	// the same detectors give the same token as the body's own "model".
+	x.Model, _ = r.detect(x.Model)
+	x.Host = r.detectInfra(x.Host)
+	x.Upstream = r.detectInfra(CleanURL(x.Upstream))
+	x.Error = r.detectInfra(x.Error)
 	if x.Session != "" {
 		x.Session = r.pseudonym(x.Session)
 	}
@@ -95,19 +105,30 @@ func header(h map[string]string, name string) string {
 
 // RedactHeaders redacts a header map in place: credential headers and
 // headers not on the allow-list keep their name and become
-// "<redacted len=N>"; kept values pass the detectors.
+// "<redacted len=N>"; kept values pass the detectors, and so do names (a
+// client can put anything in one).
 func (r *Redactor) RedactHeaders(h map[string]string) {
 	var buf [64]byte
+	var renamed []string // old name, new name, …
 	for k, v := range h {
 		name := appendLower(buf[:0], k)
 		// Indexing with string(name) does not allocate.
 		if r.credHeaders[string(name)] || !r.keepHeaders[string(name)] {
-			h[k] = redactedMarker(v)
-			continue
-		}
-		if nv, changed := r.detect(v); changed {
+			if !isMarker(v) {
+				h[k] = redactedMarker(v)
+			}
+		} else if nv, changed := r.detect(v); changed {
 			h[k] = nv
 		}
+		if needsScan(k) {
+			if nk, changed := r.detect(k); changed {
+				renamed = append(renamed, k, nk)
+			}
+		}
+	}
+	for i := 0; i < len(renamed); i += 2 {
+		h[renamed[i+1]] = h[renamed[i]]
+		delete(h, renamed[i])
 	}
 }
 
@@ -166,7 +187,10 @@ func (r *Redactor) RedactQuery(q string) string {
 			pairs[i] = k
 			continue
 		}
-		if synthetic && !r.queryKeep[key] {
+		if credentialQueryKeys[strings.ToLower(key)] && v != "" {
+			g := r.seed(domainPII, EntityPassword, v)
+			v = reshape(v, 0, &g)
+		} else if synthetic && !r.queryKeep[key] {
 			val, err := url.QueryUnescape(v)
 			if err != nil {
 				val = v
@@ -178,6 +202,17 @@ func (r *Redactor) RedactQuery(q string) string {
 		pairs[i] = k + "=" + v
 	}
 	return strings.Join(pairs, "&")
+}
+
+// credentialQueryKeys name query parameters that carry a credential
+// whatever its shape (a password has none): their values are replaced by
+// same-shape tokens, as detected values are.
+var credentialQueryKeys = map[string]bool{
+	"password": true, "passwd": true, "pwd": true, "pass": true, "secret": true, "client_secret": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true, "auth": true,
+	"api_key": true, "apikey": true, "api-key": true, "key": true, "sig": true, "signature": true,
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true, "x-goog-signature": true,
+	"x-goog-credential": true, "code": true, "sessionid": true, "session_id": true,
 }
 
 // detectQueryPart runs the detectors over a raw query key or value read

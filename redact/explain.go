@@ -26,7 +26,11 @@ func (r *Redactor) Explain(contentType string, body []byte, response bool) (Body
 	j := r.getJob(domain)
 	defer r.putJob(j)
 	j.explain = true
-	b, err := j.body(kindOf(contentType, body), body)
+	kind, err := kindOf(contentType, body)
+	if err != nil {
+		return Body{}, nil, err
+	}
+	b, err := j.body(kind, body)
 	expl := append([]Explanation(nil), j.expl...)
 	return b, expl, err
 }

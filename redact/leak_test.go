@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,17 +39,28 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 	if digits := strings.NewReplacer(" ", "", "-", "").Replace(v); len(digits) >= 11 && digits[0] != '0' && strings.Trim(digits, "0123456789") == "" {
 		number = digits
 	}
-	req := `{"model":"gpt-4o","stop":[` + sv + `],"user":` + sv + `,"metadata":{` + sv + `:{"nested":[[` + sv + `]],"n":` + number + `}},` +
+	req := `{"model":"ft:gpt-4o:` + strings.Trim(sv, `"`) + `","stop":[` + sv + `],"user":` + sv + `,"metadata":{` + sv + `:{"nested":[[` + sv + `]],"n":` + number + `}},` +
 		`"messages":[{"role":"system","content":"Contact: ` + strings.Trim(sv, `"`) + ` today"},{"role":"user","content":[{"type":"text","text":` + sv + `}]},` +
-		`{"role":"assistant","tool_calls":[{"id":` + sv + `,"type":"function","function":{"name":"lookup","arguments":"{\"who\":` + strings.ReplaceAll(sv, `"`, `\"`) + `}"}}]}],` +
-		`"tools":[{"type":"function","function":{"name":"lookup","description":` + sv + `,"parameters":{"type":"object","properties":{"who":{"type":"string","description":"e.g. ` + strings.Trim(sv, `"`) + `","default":` + sv + `}}}}}]}`
+		`{"role":"assistant","tool_calls":[{"id":` + sv + `,"type":"function","function":{"name":"fn_` + strings.Trim(sv, `"`) + `","arguments":"{\"who\":` + strings.ReplaceAll(sv, `"`, `\"`) + `}"}}]}],` +
+		`"tools":[{"type":"function","function":{"name":"fn_` + strings.Trim(sv, `"`) + `","description":` + sv + `,"parameters":{"type":"object","properties":{"who":{"type":"string","description":"e.g. ` + strings.Trim(sv, `"`) + `","default":` + sv + `}}}}}]}`
+	// Error strings and the host column keep loopback and private
+	// addresses readable (they name the operator's machines): seed those
+	// columns with a public address instead.
+	infra := v
+	for _, m := range addrLike.FindAllString(v, -1) {
+		if a, err := netip.ParseAddr(m); err == nil && (a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast()) {
+			infra = "8.8.4.4"
+		}
+	}
 	resp := "event: " + v + "\nid: " + v + "\n" +
 		`data: {"id":` + sv + `,"object":"chat.completion.chunk","model":"gpt-4o","choices":[{"delta":{"content":` + sv + `}}]}` + "\n\n" +
 		"data: " + v + "\n\ndata: [DONE]\n\n"
 	x := &formats.Exchange{
 		Ts: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), TsUnixNs: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano(),
 		Recorder: "leaktest", Seq: seq, Session: v, Client: v + ":5123",
-		Method: "POST", Host: "gateway.internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
+		Model: "ft:gpt-4o:" + v, Upstream: "http://svcuser:" + url.PathEscape(v) + "@10.0.0.5:8000",
+		Error:  "dial tcp 10.0.0.5:8000: refused for " + infra,
+		Method: "POST", Host: "gw-" + infra + ".internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
 		Query:          "q=" + url.QueryEscape(v) + "&api-version=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=1&raw=" + v,
 		ReqContentType: "application/json",
 		ReqHeaders: map[string]string{
@@ -69,6 +82,11 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 	case "text":
 		x.ReqContentType = "text/plain"
 		x.ReqBody = []byte("Hello, my details: " + v + "\nthanks")
+	case "json-as-form": // curl -d '{…}' sends JSON as a form
+		x.ReqContentType = "application/x-www-form-urlencoded"
+	case "text-as-form": // curl -d 'some text': all of it is one form key
+		x.ReqContentType = "application/x-www-form-urlencoded"
+		x.ReqBody = []byte("My name is John Q Public, diagnosis HIV positive, my password is hunter2, reach me at " + v)
 	case "gzip": // compressed request and response bodies
 		x.ReqHeaders["Content-Encoding"] = "gzip"
 		x.RespHeaders["Content-Encoding"] = "gzip"
@@ -76,6 +94,8 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 	}
 	return x
 }
+
+var addrLike = regexp.MustCompile(`[0-9A-Fa-f:.]{7,}`)
 
 func gzipped(b []byte) []byte {
 	var buf bytes.Buffer
@@ -89,7 +109,8 @@ func gzipped(b []byte) []byte {
 // decompressed.
 func exchangeBytes(x *formats.Exchange) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n", x.Session, x.Client, x.Path, x.Query, x.Topic, x.RedactErr, x.Error)
+	fmt.Fprintf(&b, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n", x.Session, x.Client, x.Path, x.Query, x.Topic, x.RedactErr, x.Error,
+		x.Model, x.Host, x.Upstream)
 	for _, m := range []map[string]string{x.ReqHeaders, x.RespHeaders, x.Context} {
 		for k, v := range m {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
@@ -127,24 +148,32 @@ func TestNoLeak(t *testing.T) {
 			}
 			var seq int64
 			for _, e := range redacttest.Corpus() {
-				for _, kind := range []string{"json", "form", "text", "gzip"} {
-					seq++
-					x := seededExchange(e.Value, seq, kind)
-					if redacttest.Find(exchangeBytes(x), "seeded") == nil {
-						t.Fatalf("%s %q: seeding did not place the value", e.Type, e.Value)
-					}
-					r.RedactExchange(x)
-					if x.RedactErr != "" {
-						t.Errorf("%s %q (%s): redaction error %q", e.Type, e.Value, kind, x.RedactErr)
-					}
-					if (kind == "json" || kind == "gzip") && !json.Valid(redacttest.Expand(x.ReqBody)[len(redacttest.Expand(x.ReqBody))-1]) {
-						t.Errorf("%s %q: request body no longer JSON: %s", e.Type, e.Value, x.ReqBody)
-					}
-					for _, l := range redacttest.Find(exchangeBytes(x), "exchange") {
-						t.Errorf("%s %q (%s body) leaked as %q:\n%s", l.Type, l.Value, kind, l.Needle, exchangeBytes(x))
-					}
-					if err := w.Write(x); err != nil {
-						t.Fatalf("write: %v", err)
+				for i, v := range append([]string{e.Value}, redacttest.Glued(e)...) {
+					for _, kind := range []string{"json", "form", "text", "gzip", "json-as-form", "text-as-form"} {
+						if i > 0 && kind != "json" && kind != "form" {
+							continue // glued values: the carriers, not every body kind again
+						}
+						seq++
+						x := seededExchange(v, seq, kind)
+						if redacttest.Find(exchangeBytes(x), "seeded") == nil {
+							t.Fatalf("%s %q: seeding did not place the value", e.Type, e.Value)
+						}
+						r.RedactExchange(x)
+						if x.RedactErr != "" {
+							t.Errorf("%s %q (%s): redaction error %q", e.Type, e.Value, kind, x.RedactErr)
+						}
+						if (kind == "json" || kind == "gzip" || kind == "json-as-form") && !json.Valid(redacttest.Expand(x.ReqBody)[len(redacttest.Expand(x.ReqBody))-1]) {
+							t.Errorf("%s %q: request body no longer JSON: %s", e.Type, e.Value, x.ReqBody)
+						}
+						for _, l := range redacttest.Find(exchangeBytes(x), "exchange") {
+							t.Errorf("%s %q (%s body) leaked as %q:\n%s", l.Type, l.Value, kind, l.Needle, exchangeBytes(x))
+						}
+						if kind == "text-as-form" && (bytes.Contains(exchangeBytes(x), []byte("hunter2")) || bytes.Contains(exchangeBytes(x), []byte("John Q Public"))) {
+							t.Errorf("%s body: the prose survived:\n%s", kind, exchangeBytes(x))
+						}
+						if err := w.Write(x); err != nil {
+							t.Fatalf("write: %v", err)
+						}
 					}
 				}
 			}
@@ -306,5 +335,113 @@ func TestCompressedBodies(t *testing.T) {
 	}
 	if _, err := r.RedactRequestBody("application/json", "gzip", []byte("not gzip at all")); err == nil {
 		t.Error("corrupt gzip accepted")
+	}
+}
+
+// TestBodyClassifiedByContent checks bodies are redacted as what they
+// hold: JSON sent as a form (curl -d's default) is JSON and stays JSON,
+// text sent as a form loses its prose, and bytes that are not text under a
+// text type fail closed.
+func TestBodyClassifiedByContent(t *testing.T) {
+	r, err := redact.New(nil, []byte("leak-test-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := `{"model":"gpt-4o","messages":[{"role":"user","content":"My name is John Q Public, diagnosis HIV positive, my password is hunter2"}]}`
+	asJSON, err := r.RedactRequestBody("application/json", "", []byte(prompt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, ct string
+		body     []byte
+		json     bool   // stored body must be JSON
+		same     []byte // stored body must equal this (nil: not checked)
+		fail     bool
+	}{
+		{"json as form", "application/x-www-form-urlencoded", []byte(prompt), true, asJSON.Data, false},
+		{"json as text", "text/plain", []byte(prompt), true, asJSON.Data, false},
+		{"json as octet-stream", "application/octet-stream", []byte(prompt), true, asJSON.Data, false},
+		{"text as form", "application/x-www-form-urlencoded", []byte("My name is John Q Public, diagnosis HIV positive, my password is hunter2"), false, nil, false},
+		{"form", "application/x-www-form-urlencoded", []byte("user=John+Q+Public&note=diagnosis+HIV+positive+hunter2"), false, nil, false},
+		{"gzip as form", "application/x-www-form-urlencoded", gzipped([]byte(prompt)), false, nil, true},
+		{"gzip as json", "application/json", gzipped([]byte(prompt)), false, nil, true},
+		{"binary as text", "text/plain", []byte("John Q Public\x00\xff\xfe hunter2"), false, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &formats.Exchange{ReqContentType: tt.ct, ReqBody: tt.body}
+			r.RedactExchange(x)
+			if tt.fail {
+				if x.ReqBody != nil || x.ReqBodyBytes != int64(len(tt.body)) || !strings.Contains(x.RedactErr, "not text") {
+					t.Fatalf("want fail closed: body %q, size %d, error %q", x.ReqBody, x.ReqBodyBytes, x.RedactErr)
+				}
+				return
+			}
+			if x.RedactErr != "" {
+				t.Fatalf("redaction error %q", x.RedactErr)
+			}
+			for _, secret := range []string{"John", "Public", "HIV", "hunter2"} {
+				if bytes.Contains(x.ReqBody, []byte(secret)) {
+					t.Errorf("%q survived: %s", secret, x.ReqBody)
+				}
+			}
+			if tt.json && !json.Valid(x.ReqBody) {
+				t.Errorf("stored body is not JSON: %s", x.ReqBody)
+			}
+			if tt.same != nil && !bytes.Equal(x.ReqBody, tt.same) {
+				t.Errorf("stored %s\nwant the JSON redaction %s", x.ReqBody, tt.same)
+			}
+			if x.ReqContentType != tt.ct {
+				t.Errorf("content type changed to %q", x.ReqContentType)
+			}
+		})
+	}
+}
+
+// TestTypedColumns checks every column that copies a request value goes
+// through the detectors, with the same token the body gets, and that error
+// strings keep the operator's own addresses readable.
+func TestTypedColumns(t *testing.T) {
+	r, err := redact.New(nil, []byte("leak-test-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	x := &formats.Exchange{
+		Model: "ft:gpt-4o:" + key, Host: "203.0.113.77:8443", Upstream: "http://svcuser:pw@10.0.0.5:8000",
+		Error:          "read tcp 10.0.0.5:8000->203.0.113.9:51234: connection reset; dial [::1]:8000 refused",
+		Query:          "password=hunter2&token=abc123&api-version=2024-02-01",
+		ReqContentType: "application/json",
+		ReqHeaders:     map[string]string{"x-" + key: "1", "authorization": "<redacted len=51>", "user-agent": "bot/" + key},
+		ReqBody:        []byte(`{"model":"ft:gpt-4o:` + key + `"}`),
+	}
+	r.RedactExchange(x)
+	var body struct{ Model string }
+	if err := json.Unmarshal(x.ReqBody, &body); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(x.Model, key[4:]) || x.Model != body.Model || !strings.HasPrefix(x.Model, "ft:gpt-4o:ghp_") {
+		t.Errorf("model column %q, body model %q", x.Model, body.Model)
+	}
+	if x.Host == "203.0.113.77:8443" || !strings.HasSuffix(x.Host, ":8443") {
+		t.Errorf("host %q: public address kept", x.Host)
+	}
+	if x.Upstream != "http://10.0.0.5:8000" {
+		t.Errorf("upstream %q", x.Upstream)
+	}
+	if !strings.Contains(x.Error, "10.0.0.5:8000->") || strings.Contains(x.Error, "203.0.113.9") || !strings.Contains(x.Error, "[::1]:8000") {
+		t.Errorf("error %q: want private and loopback kept, public replaced", x.Error)
+	}
+	if strings.Contains(x.Query, "hunter2") || strings.Contains(x.Query, "abc123") || !strings.HasSuffix(x.Query, "&api-version=2024-02-01") {
+		t.Errorf("query %q", x.Query)
+	}
+	for k, v := range x.ReqHeaders {
+		if strings.Contains(k+v, key[4:]) {
+			t.Errorf("header %s: %s", k, v)
+		}
+	}
+	if x.ReqHeaders["authorization"] != "<redacted len=51>" {
+		t.Errorf("authorization marker of a raw dataset changed: %q", x.ReqHeaders["authorization"])
 	}
 }

@@ -1,12 +1,15 @@
 package redact
 
+import "strings"
+
 // Many strings pass the shared needsScan pre-filter without holding
 // anything detectable (header values: dates, ids, versions, rate-limit
 // figures), and then every detector's regexp would run over them. Before
 // the regexps, detectAll takes a few features of the string in one pass and
 // runs only the detectors whose regexp could match a string with those
-// features; the conditions are necessary ones for each regexp, so the
-// result is exactly that of running them all (FuzzPrefilter checks this).
+// features (each detector's may, beside its regexp in detect.go); the
+// conditions are necessary ones for each regexp, so the result is exactly
+// that of running them all (FuzzPrefilter checks this).
 
 // features are the cheap facts about a string that the detectors' regexps
 // need before they can match.
@@ -25,6 +28,15 @@ type features struct {
 	gcpKey       bool // "AIza"
 	gcpToken     bool // "ya29."
 	ibanStart    bool // two capital letters followed by two digits
+	scheme       bool // "://"
+	password     bool // "passw" or "pwd", any case
+	github       bool // "gh?_" or "github_pat_"
+	gitlab       bool // a GitLab token prefix
+	slack        bool // "xox", "xapp-" or "hooks.slack.com/"
+	stripe       bool // "sk_", "rk_" or "whsec_"
+	huggingFace  bool // "hf_" or "api_org_"
+	sendGrid     bool // "SG."
+	base64       bool // a run that may be base64 (base64Run)
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -56,9 +68,11 @@ func hasPrefixAt(s string, i int, w string) bool {
 
 func scanFeatures(s string) features {
 	var f features
+	var b64 base64Run
 	run, sep := 0, 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		f.base64 = b64.add(c) || f.base64
 		if isDigit(c) {
 			f.digits++
 			run++
@@ -84,6 +98,7 @@ func scanFeatures(s string) features {
 			f.plus = true
 		case ':':
 			f.colons++
+			f.scheme = f.scheme || hasPrefixAt(s, i, "://")
 		case '.':
 			f.dots++
 		case '-':
@@ -92,8 +107,23 @@ func scanFeatures(s string) features {
 			f.jwt = f.jwt || hasPrefixAt(s, i, "eyJ")
 		case 's':
 			f.skKey = f.skKey || hasPrefixAt(s, i, "sk-")
+			f.stripe = f.stripe || hasPrefixAt(s, i, "sk_")
+		case 'r':
+			f.stripe = f.stripe || hasPrefixAt(s, i, "rk_")
+		case 'w':
+			f.stripe = f.stripe || hasPrefixAt(s, i, "whsec_")
 		case 'y':
 			f.gcpToken = f.gcpToken || hasPrefixAt(s, i, "ya29.")
+		case 'g':
+			f.github = f.github || i+3 < len(s) && s[i+1] == 'h' && s[i+3] == '_' || hasPrefixAt(s, i, "github_pat_")
+			f.gitlab = f.gitlab || hasPrefixAt(s, i, "gl") && strings.IndexByte(s[i:min(len(s), i+7)], '-') > 0
+		case 'x':
+			f.slack = f.slack || hasPrefixAt(s, i, "xox") || hasPrefixAt(s, i, "xapp-")
+		case 'h':
+			f.huggingFace = f.huggingFace || hasPrefixAt(s, i, "hf_")
+			f.slack = f.slack || hasPrefixAt(s, i, "hooks.slack.com/")
+		case 'S':
+			f.sendGrid = f.sendGrid || hasPrefixAt(s, i, "SG.")
 		case 'A':
 			if i+3 < len(s) {
 				switch s[i : i+4] {
@@ -109,49 +139,10 @@ func scanFeatures(s string) features {
 			f.bearer = f.bearer || hasFold(s, i, "bearer")
 		case 'a', 'A':
 			f.awsSecret = f.awsSecret || hasFold(s, i, "aws")
+			f.huggingFace = f.huggingFace || hasPrefixAt(s, i, "api_org_")
+		case 'p', 'P':
+			f.password = f.password || hasFold(s, i, "passw") || hasFold(s, i, "pwd")
 		}
 	}
 	return f
-}
-
-// mayMatch reports whether detector typ's regexp can match a string with
-// features f. Detectors it does not know always run.
-func (f *features) mayMatch(typ string) bool {
-	switch typ {
-	case EntityPrivateKey:
-		return f.pem
-	case EntityJWT:
-		return f.jwt
-	case EntityBearer:
-		return f.bearer
-	case EntityAnthropic, EntityOpenAIKey:
-		return f.skKey
-	case EntityAWSKey:
-		return f.awsKey
-	case EntityAWSSecret:
-		return f.awsSecret
-	case EntityGCPKey:
-		return f.gcpKey
-	case EntityGCPToken:
-		return f.gcpToken
-	case EntityEmail:
-		return f.at
-	case EntityIBAN:
-		return f.ibanStart
-	case EntityCNID:
-		return f.digitRun >= 17
-	case EntityCard:
-		return f.sepRun >= 13
-	case EntitySSN:
-		return f.sepRun >= 9
-	case EntityPhone:
-		return f.plus && f.digits >= 7
-	case EntityCNMobile:
-		return f.sepRun >= 11
-	case EntityIPv6:
-		return f.colons >= 2
-	case EntityIPv4:
-		return f.dots >= 3 && f.digits >= 4
-	}
-	return true
 }

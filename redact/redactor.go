@@ -251,8 +251,19 @@ func set(list []string, fold bool) map[string]bool {
 }
 
 // redactedMarker is what replaces a dropped header value or field.
-func redactedMarker(v string) string {
-	return fmt.Sprintf("<redacted len=%d>", len(v))
+func redactedMarker(v string) string { return CredentialMarker(len(v)) }
+
+// CredentialMarker is what a credential header's value is recorded as:
+// its presence and length, never its content. The recorder writes it for
+// Authorization and Cookie even without redaction (--raw), so a raw
+// dataset never holds them either.
+func CredentialMarker(n int) string { return fmt.Sprintf("<redacted len=%d>", n) }
+
+// isMarker reports whether v is already a CredentialMarker (a raw dataset
+// being redacted again), which keeps its original length.
+func isMarker(v string) bool {
+	return strings.HasPrefix(v, "<redacted len=") && strings.HasSuffix(v, ">") &&
+		strings.Trim(v[len("<redacted len="):len(v)-1], "0123456789") == ""
 }
 
 // SchemeNote says what replaying a dataset redacted under scheme means for

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 )
 
 // Sink receives samples from one goroutine; *formats.Writer[formats.Metric]
@@ -231,10 +232,9 @@ func Start(ctx context.Context, sink Sink, opts Options) (*Scraper, error) {
 			continue
 		}
 		seen[raw] = true
-		clean := *u
-		clean.User = nil
-		s.targets = append(s.targets, &target{url: raw, source: clean.String(),
-			stats: TargetStats{URL: clean.String(), Failures: map[string]int64{}}})
+		clean := redact.CleanURL(raw)
+		s.targets = append(s.targets, &target{url: raw, source: clean,
+			stats: TargetStats{URL: clean, Failures: map[string]int64{}}})
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	go s.write()

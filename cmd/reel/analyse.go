@@ -158,6 +158,8 @@ type analysisCommand struct {
 	hint     string // a correct command line, shown on misuse
 	noPaths  string // the message when no dataset is given
 	jsonHelp string // --json's help text
+	// flags registers the subcommand's own flags, if any.
+	flags func(fs *pflag.FlagSet)
 }
 
 // analysisRun is a parsed analysisCommand, its datasets analysed.
@@ -180,6 +182,9 @@ func (c analysisCommand) run(ctx context.Context, args []string, stderr io.Write
 	r := &analysisRun{}
 	fs.BoolVar(&r.asJSON, "json", false, c.jsonHelp)
 	fs.StringVar(&r.html, "html", "", "also write a self-contained HTML report to this file")
+	if c.flags != nil {
+		c.flags(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, c.usage)
 		fs.PrintDefaults()

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 )
 
 const inspectUsage = `usage: reel inspect DATASET... [flags]
@@ -107,7 +108,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		s.RowGroups += len(fi.RowGroups)
 		s.Schemas[fi.Schema]++
 		s.Recorders[fi.Recorder()]++
-		s.Sources[fi.Meta[formats.MetaSource]]++
+		s.Sources[redact.CleanURL(fi.Meta[formats.MetaSource])]++ // files written before the recorder cleaned it
 		s.Redaction[fi.Meta[formats.MetaRedaction]]++
 		s.Versions[fi.Meta[formats.MetaVersion]]++
 		s.BytesOnDisk += fi.Size

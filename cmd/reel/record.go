@@ -25,6 +25,7 @@ import (
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
+	"github.com/reelkit/reel/redact"
 )
 
 const recordUsage = `usage: reel record --out DIR SOURCE [flags]
@@ -77,6 +78,7 @@ type recordFlags struct {
 	raw                            bool
 	contextHeaders                 []string
 	sessionHeader                  string
+	sessionFields                  []string
 	queue                          int
 	sample                         float64
 	paths, methods, hosts          []string
@@ -115,7 +117,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f.redactor.register(fs)
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
 	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
-	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample)")
+	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample and replay --sessions recorded)")
+	fs.StringSliceVar(&f.sessionFields, "session-field", nil, "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
 	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
 	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
 	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
@@ -149,7 +152,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case f.upstream != "" && source != nil:
 		return &usageError{msg: "give one source: --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	case f.upstream != "":
-		source, sourceName = recordProxy, "proxy:"+f.upstream
+		source, sourceName = recordProxy, "proxy:"+redact.CleanURL(f.upstream)
 	case source == nil:
 		return &usageError{msg: "no source: give --upstream, --iface, --pcap or --access-log", hint: "reel record --out DIR --upstream http://127.0.0.1:8000"}
 	}
@@ -281,7 +284,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 	}, red, recorder.Options{
 		Config: recorder.Config{
 			Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
-			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader,
+			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader, SessionFields: f.sessionFields,
 		},
 		Pipeline: recorder.PipelineOptions{
 			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
@@ -326,7 +329,7 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := proxy.NewServer(f.listen, p)
-	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), f.upstream, f.out)
+	fmt.Fprintf(env.stderr, "reel record: proxying %s -> %s, recording to %s\n", ln.Addr(), redact.CleanURL(f.upstream), f.out)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/redact"
 	"github.com/reelkit/reel/replayer"
 )
 
@@ -438,11 +439,7 @@ func replayWriterName(s replayer.Shard) string {
 }
 
 // redactedURL drops any user info from a URL before it is printed or stored.
-func redactedURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
-}
+func redactedURL(u *url.URL) string { return redact.CleanURL(u.String()) }
 
 // replayMeta is the run's parameters, stored in every result file.
 func replayMeta(f *replayFlags, o replayer.Options, speed float64, paths []string) map[string]string {

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/analysis"
 
 	"github.com/reelkit/reel/analysis/htmlreport"
 )
@@ -16,6 +21,9 @@ p50/p95/p99, batch size, queue depth, long-prompt share), frames whose tail
 or mix stands out with their likely cause, and how per-frame E2E and TTFT
 p99 correlate with workload signals (long-prompt share, mean prompt tokens,
 rate, mean output tokens) and server state (batch size, queue depth).
+Sessions (conversations, agent loops): how many, turns per session, the
+think time from an answer's end to the next turn, the share of requests in
+multi-turn sessions and the longest chains (--sessions).
 
 The likely cause of a flagged episode is a workload signal raised in it
 that tracks the tail (r ≥ 0.5); server state rises with any such cause, so
@@ -29,21 +37,32 @@ examples:
   reel stats ./capture --json | jq '.outliers[].explanation'
   reel stats ./capture --html stats.html
   reel stats ./capture --prompt-tokens :2999   # short prompts only
+  reel stats ./capture --sessions recorded      # group by the recorded session id
 
 flags:
 `
 
-var statsCommand = analysisCommand{
-	name: "stats", usage: statsUsage, hint: "reel stats ./capture",
-	noPaths: "no dataset given", jsonHelp: "print the stats as JSON",
-}
-
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var sessions sessionsValue
+	statsCommand := analysisCommand{
+		name: "stats", usage: statsUsage, hint: "reel stats ./capture",
+		noPaths: "no dataset given", jsonHelp: "print the stats as JSON",
+		flags: func(fs *pflag.FlagSet) {
+			registerSessions(fs, &sessions, "group requests into sessions: off, recorded (the session column) or infer (turns that carry an earlier answer)")
+		},
+	}
 	r, err := statsCommand.run(ctx, args, stderr)
 	if r == nil || err != nil {
 		return err
 	}
 	st := r.a.Stats()
+	if sessions.mode != analysis.SessionsOff {
+		if kind, err := analysis.DatasetKind(r.paths); err == nil && kind == analysis.KindExchange {
+			if st.Sessions, err = analysis.SessionStatsOf(ctx, r.paths, r.ro, sessions.mode, analysis.LinkerOptions{}); err != nil {
+				return fmt.Errorf("sessions: %w", err)
+			}
+		}
+	}
 	attachSignals(ctx, r.paths, st.Summary, r.series, r.ro, stderr)
 	return r.emit(stdout, "stats", st, st.WriteText, func(w io.Writer, title string) error {
 		return htmlreport.WriteStats(w, title, st)

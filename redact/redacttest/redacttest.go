@@ -31,15 +31,17 @@ type Entity struct {
 var values = map[string][]string{
 	"email": {
 		"john.smith@example.com", "Li.Wei+test@mail.company.cn", "alice_99@sub.example.org", "MARY.JONES@EXAMPLE.CO.UK",
+		"opsadmin@localhost",
 	},
 	"phone": {
 		"+14155552671", "+1 415 555 2671", "+44 20 7946 0958", "+49-30-9018-2077", "+8613911112222",
+		"(650) 253-0000", "650-253-0000", "415.555.2671",
 	},
 	"cn_mobile": {
 		"13800138000", "139 1234 5678", "186-0000-1111", "15912345678",
 	},
 	"credit_card": {
-		"4111111111111111", "4111 1111 1111 1111", "5500-0000-0000-0004", "378282246310005", "6011000990139424", "4012 8888 8888 1881",
+		"4111111111111111", "4539000000001026", "4111 1111 1111 1111", "5500-0000-0000-0004", "378282246310005", "6011000990139424", "4012 8888 8888 1881",
 	},
 	"iban": {
 		"DE89370400440532013000", "DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "GB82 WEST 1234 5698 7654 32", "FR1420041010050500013M02606", "NL91ABNA0417164300",
@@ -80,13 +82,54 @@ var values = map[string][]string{
 	"bearer_token": {
 		"Bearer abcdef123456.ghijklmnop", "bearer ZXhhbXBsZXRva2VuMTIz",
 	},
+	"github_token": {
+		"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912E7710c838347Ae178B4b",
+		"ghs_Zq9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8B", "ghu_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2M", "ghr_1a2b3c4d5e6f7g8h9i0jKLMNOPQRSTUVWXYZab",
+		"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234",
+	},
+	"gitlab_token": {
+		"glpat-xR7tY9uW2qZ4vB6nM8kL",
+	},
+	"slack_token": {
+		"xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxp-2345678901-2345678901234-AbCdEf123456",
+		"xoxa-2-Ab12Cd34Ef56Gh78", "xoxr-98765432101-AbCdEfGhIj",
+	},
+	"stripe_key": {
+		"sk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789ABC", "rk_live_51H8ZyXwVuTsRqPoNmLkJiHg", "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+	},
+	"huggingface_token": {
+		"hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh",
+	},
+	"sendgrid_key": {
+		"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",
+	},
+	// PEM blocks without real line breaks, so that they fit in a header or
+	// a path as well: flattened with spaces, with escaped "\n", and cut off
+	// before the END line.
+	"private_key": {
+		"-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA7bq98exampleKeyBody0123456789abcd -----END RSA PRIVATE KEY-----",
+		`-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIB\n-----END PRIVATE KEY-----`,
+		"-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz",
+	},
+	"url_password": {
+		"postgres://admin:hunter2pw@db.internal:5432/app", "https://svcuser:s3cr3tP4ss@gateway.example.com/v1",
+		"redis://:r3d1sPassw0rd@cache:6379/0",
+	},
+	"password": {
+		"host=db user=app password=Tr0ub4dor3x dbname=app",
+	},
+	// base64 of text holding a secret, in a field otherwise kept verbatim.
+	"base64": {
+		"Y29udGFjdCBqb2huLnNtaXRoQGV4YW1wbGUuY29tIG9yIHNrLWFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyMzQ1",
+	},
 }
 
 // Corpus returns every seeded entity, in a stable order.
 func Corpus() []Entity {
 	types := []string{"email", "phone", "cn_mobile", "credit_card", "iban", "ipv4", "ipv6", "us_ssn",
 		"cn_resident_id", "jwt", "openai_key", "anthropic_key", "aws_access_key", "aws_secret_key",
-		"gcp_api_key", "gcp_oauth_token", "bearer_token"}
+		"gcp_api_key", "gcp_oauth_token", "bearer_token", "github_token", "gitlab_token", "slack_token",
+		"stripe_key", "huggingface_token", "sendgrid_key", "private_key", "url_password", "password", "base64"}
 	var out []Entity
 	for _, t := range types {
 		for _, v := range values[t] {
@@ -110,6 +153,9 @@ func needles(typ, v string) []string {
 		if c != v {
 			n = append(n, c)
 		}
+		if d := digitsOnly(v); typ == "phone" && d != c {
+			n = append(n, d)
+		}
 	case "aws_secret_key":
 		n = append(n, v[strings.LastIndexByte(v, ' ')+1:])
 	case "jwt":
@@ -120,8 +166,42 @@ func needles(typ, v string) []string {
 		}
 	case "bearer_token":
 		n = append(n, v[strings.IndexByte(v, ' ')+1:])
+	case "private_key":
+		for _, seg := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\\' }) {
+			if len(seg) >= 16 && !strings.Contains(seg, "-----") {
+				n = append(n, strings.TrimPrefix(seg, "n"))
+			}
+		}
+	case "url_password":
+		userinfo := v[strings.Index(v, "://")+3 : strings.LastIndexByte(v, '@')]
+		n = append(n, userinfo[strings.IndexByte(userinfo, ':')+1:])
+	case "password":
+		n = append(n, "Tr0ub4dor3x")
 	}
 	return n
+}
+
+func digitsOnly(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Glued returns v as it is found glued to neighbouring text: after and
+// before '_' for every type ("card_4539…", "AKIA…_prod", "tok_sk-proj-…"),
+// and between letters too for types whose format holds no letters (cards,
+// phones, IDs, IP addresses), as in "user4539…x".
+func Glued(e Entity) []string {
+	out := []string{"tok_" + e.Value, e.Value + "_prod", "fn_" + e.Value + "_x"}
+	switch e.Type {
+	case "phone", "cn_mobile", "credit_card", "us_ssn", "cn_resident_id", "ipv4":
+		out = append(out, "user"+e.Value+"x")
+	}
+	return out
 }
 
 // Leak is an original value found in output.

@@ -1,0 +1,135 @@
+package analysis
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+)
+
+// turnX is an exchange starting at ms with a duration of dur ms.
+func turnX(ms, dur int64, session string, key, parent int64) formats.Exchange {
+	return formats.Exchange{TsUnixNs: t0ns + ms*1e6, DurationNs: dur * 1e6, Session: session, TurnKey: key, ParentTurnKey: parent, Recorder: "r", Seq: ms}
+}
+
+const t0ns = int64(1_700_000_000) * 1e9
+
+func TestLinkerRecorded(t *testing.T) {
+	// Session a: turn 0 (0–100 ms), a fan-out of three (200–300, 210–400,
+	// 220–350), a turn at 350 after two of them, a join at 500.
+	xs := []formats.Exchange{
+		turnX(0, 100, "a", 0, 0),   // 0: start
+		turnX(50, 10, "", 0, 0),    // 1: no session
+		turnX(200, 100, "a", 0, 0), // 2: after 0
+		turnX(210, 190, "a", 0, 0), // 3: after 0, concurrent with 2
+		turnX(220, 130, "a", 0, 0), // 4: after 0, concurrent with 2, 3
+		turnX(350, 10, "a", 0, 0),  // 5: 2 and 4 had ended (4 at 350), 3 had not
+		turnX(500, 10, "a", 0, 0),  // 6: joins 3 and 5 (2, 4 covered by 5)
+	}
+	want := [][]int64{nil, nil, {0}, {0}, {0}, {2, 4}, {3, 5}}
+	wantThink := []int64{0, 0, 100, 110, 120, 0, 100}
+	l := NewLinker(SessionsRecorded, LinkerOptions{})
+	for i := range xs {
+		lk := l.Link(int64(i), &xs[i])
+		if !reflect.DeepEqual(lk.Deps, want[i]) && !(len(lk.Deps) == 0 && want[i] == nil) {
+			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, want[i])
+		}
+		if lk.ThinkNs != wantThink[i]*1e6 {
+			t.Errorf("exchange %d: think %v, want %v", i, time.Duration(lk.ThinkNs), time.Duration(wantThink[i]*1e6))
+		}
+		if (i == 1) != (lk.Session == 0) {
+			t.Errorf("exchange %d: session %d", i, lk.Session)
+		}
+	}
+}
+
+func TestLinkerInferred(t *testing.T) {
+	xs := []formats.Exchange{
+		turnX(0, 100, "", 11, 0),    // 0: conversation A, turn 0
+		turnX(10, 100, "", 21, 0),   // 1: conversation B, turn 0
+		turnX(300, 100, "", 12, 11), // 2: A turn 1
+		turnX(310, 50, "", 31, 11),  // 3: A turn 1' (fan-out sibling of 2)
+		turnX(320, 10, "", 0, 99),   // 4: continues nothing recorded: a start
+		turnX(600, 10, "", 13, 12),  // 5: A turn 2
+		turnX(650, 10, "", 22, 21),  // 6: B turn 1
+	}
+	wantDeps := [][]int64{nil, nil, {0}, {0}, nil, {2}, {1}}
+	wantTurn := []int{0, 0, 1, 1, 0, 2, 1}
+	l := NewLinker(SessionsInferred, LinkerOptions{})
+	var sess []uint64
+	for i := range xs {
+		lk := l.Link(int64(i), &xs[i])
+		if len(lk.Deps) != len(wantDeps[i]) || (len(lk.Deps) > 0 && lk.Deps[0] != wantDeps[i][0]) {
+			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, wantDeps[i])
+		}
+		if lk.Turn != wantTurn[i] || lk.Ambiguous {
+			t.Errorf("exchange %d: turn %d ambiguous %v", i, lk.Turn, lk.Ambiguous)
+		}
+		sess = append(sess, lk.Session)
+	}
+	if sess[0] != sess[2] || sess[0] != sess[5] || sess[1] != sess[6] || sess[0] == sess[1] || sess[4] == sess[0] {
+		t.Errorf("sessions %v", sess)
+	}
+}
+
+func TestLinkerInferredAmbiguous(t *testing.T) {
+	// Two users open with the same words and get the same answer: both
+	// first turns have turn key 5. The client tells the follow-ups apart;
+	// without a client, the latest-ended is chosen and flagged.
+	a, b := turnX(0, 100, "", 5, 0), turnX(10, 200, "", 5, 0)
+	a.Client, b.Client = "10.0.0.1", "10.0.0.2"
+	fa, fb := turnX(400, 10, "", 6, 5), turnX(410, 10, "", 7, 5)
+	fa.Client, fb.Client = "10.0.0.1", "10.0.0.2"
+	anon := turnX(420, 10, "", 8, 5)
+	l := NewLinker(SessionsInferred, LinkerOptions{})
+	for i, x := range []*formats.Exchange{&a, &b} {
+		l.Link(int64(i), x)
+	}
+	if lk := l.Link(2, &fa); len(lk.Deps) != 1 || lk.Deps[0] != 0 || lk.Ambiguous {
+		t.Errorf("client a's follow-up: %+v", lk)
+	}
+	if lk := l.Link(3, &fb); len(lk.Deps) != 1 || lk.Deps[0] != 1 || lk.Ambiguous {
+		t.Errorf("client b's follow-up: %+v", lk)
+	}
+	if lk := l.Link(4, &anon); len(lk.Deps) != 1 || lk.Deps[0] != 1 || !lk.Ambiguous {
+		t.Errorf("follow-up without a client: %+v", lk)
+	}
+}
+
+func TestLinkerForgetsIdleTurns(t *testing.T) {
+	l := NewLinker(SessionsInferred, LinkerOptions{Idle: time.Second, MaxTurns: 2})
+	x0 := turnX(0, 10, "", 1, 0)
+	l.Link(0, &x0)
+	late := turnX(5000, 10, "", 2, 1) // 5 s later: beyond Idle
+	if lk := l.Link(1, &late); len(lk.Deps) != 0 {
+		t.Fatalf("continuation after the idle bound linked: %+v", lk)
+	}
+	for i := range 10 {
+		x := turnX(5100+int64(i), 1, "", int64(100+i), 0)
+		l.Link(int64(2+i), &x)
+	}
+	if n := len(l.byKey); n > 2 {
+		t.Fatalf("linker remembers %d turns, MaxTurns 2", n)
+	}
+}
+
+func TestSessionCounter(t *testing.T) {
+	c := NewSessionCounter(SessionsInferred, LinkerOptions{})
+	xs := []formats.Exchange{
+		turnX(0, 100, "", 11, 0), turnX(50, 10, "", 0, 0), turnX(300, 100, "", 12, 11), turnX(310, 100, "", 14, 11), turnX(700, 10, "", 13, 12),
+	}
+	for i := range xs {
+		c.Add(&xs[i])
+	}
+	st := c.Stats()
+	if st.Requests != 5 || st.Sessions != 1 || st.InSessions != 4 || st.TurnsPerSess.Max != 4 || st.Fanout != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.Think.N != 3 || st.Think.Max != 300*time.Millisecond || st.Think.P50 != 210*time.Millisecond {
+		t.Fatalf("think %+v", st.Think)
+	}
+	if len(st.Longest) != 1 || st.Longest[0].Turns != 4 || st.Longest[0].Depth != 3 {
+		t.Fatalf("longest %+v", st.Longest)
+	}
+}

@@ -1,0 +1,420 @@
+package redact
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"hash"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
+)
+
+// Turn links: how a follow-up turn is recognised after redaction.
+//
+// Request B continues request A when B's conversation begins with A's whole
+// conversation followed by A's answer. Deciding that needs the raw text,
+// which redaction discards, so it is decided here, at record time, as two
+// keyed digests (HMAC-SHA-256 with the dataset key, first 8 bytes):
+//
+//   - turn_key: the request's messages followed by the exchange's answer
+//     (the response's first choice, as an assistant message);
+//   - parent_turn_key: the request's messages up to and including its last
+//     assistant message that is followed by another message (a user turn,
+//     or tool results for an agent step).
+//
+// B continues A exactly when B.parent_turn_key == A.turn_key; the
+// conversation before A need not be re-examined, because A's own digest
+// already covers all of it. The digests are of a canonical form of each
+// message, so that an answer streamed as SSE deltas and sent back by the
+// client as one message digests the same: the role, the message's text
+// (string content or its text parts, concatenated), its tool calls (id,
+// name, and arguments as re-encoded JSON with sorted keys), its tool
+// results (id and text), and any other part as re-encoded JSON. Reasoning
+// and thinking blocks are left out on both sides (clients do not send them
+// back the same way). OpenAI chat completions and Anthropic messages are
+// understood, as requests, JSON responses and event streams.
+//
+// Keyed with the dataset key, the digests say nothing about the text to
+// someone without the key (no guessing of short prompts), and they match
+// across recorders that share the key. Without a follow-up's exact copy of
+// the answer (a client that edits, truncates or summarises history) there
+// is no link: that turn starts a session of its own, never a false one.
+
+// domainTurns separates the turn digests from every other use of the key.
+const domainTurns = "reel/turn-links/1"
+
+// LinkTurns sets x.TurnKey and x.ParentTurnKey from x's raw request and
+// response bodies, keyed with key; both stay zero when the request is not a
+// conversation (or, for TurnKey, when its answer was not seen whole). It
+// must run before the bodies are redacted; RedactExchange calls it.
+func LinkTurns(x *formats.Exchange, key []byte) {
+	x.TurnKey, x.ParentTurnKey = 0, 0
+	if x.ReqBodyTrunc || !bytes.Contains(x.ReqBody, []byte(`"messages"`)) || encoded(x.ReqHeaders) {
+		return
+	}
+	var req chatRequest
+	if json.Unmarshal(x.ReqBody, &req) != nil || len(req.Messages) == 0 {
+		return
+	}
+	msgs := make([]canonMessage, 0, len(req.Messages)+2)
+	if len(req.System) > 0 && string(req.System) != "null" {
+		sys := canonMessage{role: "system"}
+		sys.addContent(req.System)
+		msgs = append(msgs, sys)
+	}
+	for i := range req.Messages {
+		msgs = append(msgs, req.Messages[i].canon())
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(domainTurns))
+	var buf []byte
+	var sum [sha256.Size]byte
+	for i := range msgs {
+		buf = msgs[i].appendTo(buf[:0])
+		mac.Write(buf)
+		if msgs[i].role == "assistant" && i+1 < len(msgs) {
+			x.ParentTurnKey = digest(mac, sum[:0])
+		}
+	}
+	if answer, ok := answerOf(x); ok {
+		mac.Write(answer.appendTo(buf[:0]))
+		x.TurnKey = digest(mac, sum[:0])
+	}
+}
+
+// encoded reports whether a body is content-encoded (gzip …): its bytes are
+// not the conversation's text, so no link is drawn from them.
+func encoded(h map[string]string) bool {
+	v := strings.ToLower(header(h, "content-encoding"))
+	return v != "" && v != "identity"
+}
+
+// digest is the first 8 bytes of the running MAC, never 0 (0 means "no
+// link" in the columns).
+func digest(mac hash.Hash, b []byte) int64 {
+	d := int64(binary.BigEndian.Uint64(mac.Sum(b)[:8]))
+	if d == 0 {
+		d = 1
+	}
+	return d
+}
+
+// canonMessage is one message in canonical form.
+type canonMessage struct {
+	role  string
+	text  string   // text content, concatenated
+	calls []string // tool calls: id, name, arguments, framed
+	other []string // tool results and other parts, framed, in order
+}
+
+// appendTo frames the message: each field length-prefixed, so that
+// distinct messages never encode alike.
+func (m *canonMessage) appendTo(b []byte) []byte {
+	field := func(b []byte, tag byte, s string) []byte {
+		b = append(b, tag)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		return append(b, s...)
+	}
+	b = field(b, 'M', m.role)
+	b = field(b, 'T', m.text)
+	for _, c := range m.calls {
+		b = field(b, 'C', c)
+	}
+	for _, o := range m.other {
+		b = field(b, 'O', o)
+	}
+	return append(b, 'E')
+}
+
+// chatRequest is the part of an OpenAI chat or Anthropic messages request
+// that makes up the conversation.
+type chatRequest struct {
+	System   json.RawMessage `json:"system"` // Anthropic: a string or text blocks
+	Messages []chatMessage   `json:"messages"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []toolCall      `json:"tool_calls"`   // OpenAI assistant
+	ToolCallID string          `json:"tool_call_id"` // OpenAI tool result
+}
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func (m *chatMessage) canon() canonMessage {
+	c := canonMessage{role: m.Role}
+	c.addContent(m.Content)
+	for _, tc := range m.ToolCalls {
+		c.calls = append(c.calls, frameCall(tc.ID, tc.Function.Name, canonJSONText(tc.Function.Arguments)))
+	}
+	if m.ToolCallID != "" {
+		c.other = append([]string{"tool_call_id\x00" + m.ToolCallID}, c.other...)
+	}
+	return c
+}
+
+func frameCall(id, name, args string) string {
+	return string(binary.AppendUvarint(nil, uint64(len(id)))) + id + string(binary.AppendUvarint(nil, uint64(len(name)))) + name + args
+}
+
+// contentBlock is one element of a content array (OpenAI parts, Anthropic
+// blocks).
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`          // Anthropic tool_use
+	Name      string          `json:"name"`        // Anthropic tool_use
+	Input     json.RawMessage `json:"input"`       // Anthropic tool_use
+	ToolUseID string          `json:"tool_use_id"` // Anthropic tool_result
+	Content   json.RawMessage `json:"content"`     // Anthropic tool_result
+}
+
+// addContent adds a content value: a string is the text; in an array, text
+// parts are concatenated into the text, Anthropic tool_use blocks become
+// calls, tool results (id and text) and other parts (re-encoded JSON) go
+// to other, and reasoning blocks are left out.
+func (c *canonMessage) addContent(raw json.RawMessage) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			c.text += s
+		}
+		return
+	case '[':
+	default:
+		return
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil {
+		return
+	}
+	for _, e := range blocks {
+		var blk contentBlock
+		if json.Unmarshal(e, &blk) != nil {
+			continue
+		}
+		switch blk.Type {
+		case "text":
+			c.text += blk.Text
+		case "tool_use":
+			c.calls = append(c.calls, frameCall(blk.ID, blk.Name, canonJSON(blk.Input)))
+		case "thinking", "redacted_thinking", "reasoning":
+		case "tool_result":
+			var inner canonMessage
+			inner.addContent(blk.Content)
+			c.other = append(c.other, "tool_result\x00"+blk.ToolUseID+"\x00"+string(inner.appendTo(nil)))
+		default:
+			c.other = append(c.other, canonJSON(e))
+		}
+	}
+}
+
+// canonJSON re-encodes a JSON value with sorted keys and no insignificant
+// space (numbers kept as written); invalid JSON is kept as it is.
+func canonJSON(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return string(raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
+}
+
+// canonJSONText is canonJSON of JSON carried as text (OpenAI's tool-call
+// arguments); text that is not JSON is kept as it is.
+func canonJSONText(s string) string { return canonJSON([]byte(s)) }
+
+// answerOf is the exchange's answer as an assistant message, from a JSON
+// response or an event stream; false when there is none to continue from
+// (no 2xx response, a truncated or encoded body, a stream cut short).
+func answerOf(x *formats.Exchange) (canonMessage, bool) {
+	if x.Status < 200 || x.Status > 299 || len(x.RespBody) == 0 || int64(len(x.RespBody)) < x.RespBodyBytes || encoded(x.RespHeaders) {
+		return canonMessage{}, false
+	}
+	ct := x.RespContentType
+	if ct == "" {
+		ct = header(x.RespHeaders, "content-type")
+	}
+	if strings.Contains(ct, "event-stream") || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("data:")) || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("event:")) {
+		return streamAnswer(x.RespBody)
+	}
+	var resp struct {
+		Choices []struct {
+			Message chatMessage `json:"message"`
+		} `json:"choices"`
+		Type    string          `json:"type"` // Anthropic: "message"
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(x.RespBody, &resp) != nil {
+		return canonMessage{}, false
+	}
+	switch {
+	case len(resp.Choices) > 0:
+		m := resp.Choices[0].Message
+		m.Role = "assistant"
+		return m.canon(), true
+	case resp.Type == "message":
+		m := chatMessage{Role: "assistant", Content: resp.Content}
+		return m.canon(), true
+	}
+	return canonMessage{}, false
+}
+
+// streamAnswer rebuilds the first choice's answer from an OpenAI chat
+// stream (delta content and tool-call fragments) or an Anthropic messages
+// stream (content blocks and their deltas). A stream without its end
+// (OpenAI's [DONE] or a finish_reason, Anthropic's message_stop) has no
+// answer to continue from.
+func streamAnswer(body []byte) (canonMessage, bool) {
+	type call struct {
+		id, name string
+		args     strings.Builder
+	}
+	var (
+		text     strings.Builder
+		calls    []*call // OpenAI tool calls by index
+		blocks   map[int]*call
+		order    []int // Anthropic blocks in index order
+		ended    bool
+		sawDelta bool
+	)
+	callAt := func(i int) *call {
+		for len(calls) <= i {
+			calls = append(calls, &call{})
+		}
+		return calls[i]
+	}
+	sc := sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})
+	emit := func(ev *sse.Event) {
+		data := bytes.TrimSpace(ev.Data)
+		if string(data) == "[DONE]" {
+			ended = true
+			return
+		}
+		var c struct {
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Type         string `json:"type"`
+			Index        int    `json:"index"`
+			ContentBlock struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"content_block"`
+			Delta struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+		}
+		if json.Unmarshal(data, &c) != nil {
+			return
+		}
+		for _, ch := range c.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			sawDelta = true
+			text.WriteString(ch.Delta.Content)
+			for _, tc := range ch.Delta.ToolCalls {
+				k := callAt(tc.Index)
+				if tc.ID != "" {
+					k.id = tc.ID
+				}
+				if tc.Function.Name != "" {
+					k.name += tc.Function.Name
+				}
+				k.args.WriteString(tc.Function.Arguments)
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				ended = true
+			}
+		}
+		switch c.Type {
+		case "content_block_start":
+			if blocks == nil {
+				blocks = map[int]*call{}
+			}
+			sawDelta = true
+			b := &call{id: c.ContentBlock.ID, name: c.ContentBlock.Type + "\x00" + c.ContentBlock.Name}
+			b.args.WriteString(c.ContentBlock.Text)
+			if _, dup := blocks[c.Index]; !dup {
+				order = append(order, c.Index)
+			}
+			blocks[c.Index] = b
+		case "content_block_delta":
+			if b := blocks[c.Index]; b != nil {
+				b.args.WriteString(c.Delta.Text)
+				b.args.WriteString(c.Delta.PartialJSON)
+			}
+		case "message_stop":
+			ended = true
+		}
+	}
+	sc.Feed(body, time.Time{}, emit)
+	sc.Flush(time.Time{}, emit)
+	if !ended || !sawDelta {
+		return canonMessage{}, false
+	}
+	m := canonMessage{role: "assistant", text: text.String()}
+	for _, k := range calls {
+		m.calls = append(m.calls, frameCall(k.id, k.name, canonJSONText(k.args.String())))
+	}
+	slices.Sort(order)
+	for _, i := range order {
+		b := blocks[i]
+		typ, name, _ := strings.Cut(b.name, "\x00")
+		switch typ {
+		case "text":
+			m.text += b.args.String()
+		case "tool_use":
+			args := b.args.String()
+			if args == "" {
+				args = "{}"
+			}
+			m.calls = append(m.calls, frameCall(b.id, name, canonJSONText(args)))
+		}
+	}
+	return m, true
+}

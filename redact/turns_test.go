@@ -1,0 +1,162 @@
+package redact
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/reelkit/reel/formats"
+)
+
+func chatExchange(req string, status int32, ct, resp string) *formats.Exchange {
+	return &formats.Exchange{
+		Method: "POST", Path: "/v1/chat/completions", ReqContentType: "application/json",
+		ReqBody: []byte(req), ReqBodyBytes: int64(len(req)),
+		Status: status, RespContentType: ct, RespBody: []byte(resp), RespBodyBytes: int64(len(resp)),
+	}
+}
+
+func openAIStream(text string, calls ...[3]string) string {
+	var b strings.Builder
+	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n")
+	for i := 0; i < len(text); i += 3 {
+		d, _ := json.Marshal(text[i:min(i+3, len(text))])
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", d)
+	}
+	for i, c := range calls {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"id\":%q,\"function\":{\"name\":%q,\"arguments\":\"\"}}]}}]}\n\n", i, c[0], c[1])
+		for j := 0; j < len(c[2]); j += 4 {
+			d, _ := json.Marshal(c[2][j:min(j+4, len(c[2]))])
+			fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":%s}}]}}]}\n\n", i, d)
+		}
+	}
+	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	return b.String()
+}
+
+// TestLinkTurns: a follow-up carrying the previous answer links to it, in
+// every API shape reel understands, and survives redaction; anything else
+// does not link.
+func TestLinkTurns(t *testing.T) {
+	r := testRedactor(t)
+	sys := `{"role":"system","content":"You are terse."}`
+	u1 := `{"role":"user","content":"What is the capital of France?"}`
+	cases := []struct {
+		name     string
+		a        *formats.Exchange
+		b        string // the follow-up request body
+		wantLink bool
+	}{
+		{
+			name:     "openai stream, answer sent back as a string",
+			a:        chatExchange(`{"model":"m","stream":true,"messages":[`+sys+`,`+u1+`]}`, 200, "text/event-stream", openAIStream("Paris, of course.")),
+			b:        `{"model":"m","messages":[` + sys + `,` + u1 + `,{"role":"assistant","content":"Paris, of course."},{"role":"user","content":"And Spain?"}]}`,
+			wantLink: true,
+		},
+		{
+			name:     "openai json, answer sent back as text parts",
+			a:        chatExchange(`{"messages":[`+u1+`]}`, 200, "application/json", `{"choices":[{"index":0,"message":{"role":"assistant","content":"Paris, of course."}}]}`),
+			b:        `{"messages":[` + u1 + `,{"role":"assistant","content":[{"type":"text","text":"Paris, "},{"type":"text","text":"of course."}]},{"role":"user","content":"And Spain?"}]}`,
+			wantLink: true,
+		},
+		{
+			name:     "openai agent step: streamed tool call, then the tool's result",
+			a:        chatExchange(`{"stream":true,"messages":[`+u1+`]}`, 200, "text/event-stream", openAIStream("", [3]string{"call_1", "lookup", `{"city": "Paris", "n": 1.50}`})),
+			b:        `{"messages":[` + u1 + `,{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"n\":1.50,\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"2.1M people"}]}`,
+			wantLink: true,
+		},
+		{
+			name: "anthropic stream with a tool_use block, tool_result follows",
+			a: chatExchange(`{"system":"Be brief.","messages":[{"role":"user","content":"Weather in Paris?"}]}`, 200, "text/event-stream",
+				"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"role\":\"assistant\"}}\n\n"+
+					"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+					"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me check.\"}}\n\n"+
+					"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}}\n\n"+
+					"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \"}}\n\n"+
+					"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Paris\\\"}\"}}\n\n"+
+					"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"),
+			b:        `{"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"type":"text","text":"Weather in Paris?"}]},{"role":"assistant","content":[{"type":"text","text":"Let me check."},{"type":"tool_use","id":"toolu_1","name":"weather","input":{"city":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"Sunny"}]}]}`,
+			wantLink: true,
+		},
+		{
+			name:     "anthropic json answer with a thinking block left out",
+			a:        chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "application/json", `{"type":"message","role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"Hello!"}]}`),
+			b:        `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"Bye"}]}`,
+			wantLink: true,
+		},
+		{
+			name: "history edited by the client: no link",
+			a:    chatExchange(`{"messages":[`+u1+`]}`, 200, "application/json", `{"choices":[{"message":{"role":"assistant","content":"Paris, of course."}}]}`),
+			b:    `{"messages":[` + u1 + `,{"role":"assistant","content":"Paris."},{"role":"user","content":"And Spain?"}]}`,
+		},
+		{
+			name: "a different earlier prompt: no link",
+			a:    chatExchange(`{"messages":[{"role":"user","content":"What is the capital of Italy?"}]}`, 200, "application/json", `{"choices":[{"message":{"role":"assistant","content":"Paris, of course."}}]}`),
+			b:    `{"messages":[` + u1 + `,{"role":"assistant","content":"Paris, of course."},{"role":"user","content":"And Spain?"}]}`,
+		},
+		{
+			name: "failed answer: nothing to continue",
+			a:    chatExchange(`{"messages":[`+u1+`]}`, 500, "application/json", `{"error":"overloaded"}`),
+			b:    `{"messages":[` + u1 + `,{"role":"assistant","content":""},{"role":"user","content":"And Spain?"}]}`,
+		},
+		{
+			name: "stream cut short: nothing to continue",
+			a:    chatExchange(`{"stream":true,"messages":[`+u1+`]}`, 200, "text/event-stream", strings.TrimSuffix(openAIStream("Paris, of course."), "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")),
+			b:    `{"messages":[` + u1 + `,{"role":"assistant","content":"Paris, of course."},{"role":"user","content":"And Spain?"}]}`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := chatExchange(tc.b, 200, "application/json", `{"choices":[{"message":{"role":"assistant","content":"ok"}}]}`)
+			r.RedactExchange(tc.a)
+			r.RedactExchange(b)
+			if b.ParentTurnKey == 0 {
+				t.Fatal("follow-up has no parent key")
+			}
+			if got := b.ParentTurnKey == tc.a.TurnKey; got != tc.wantLink {
+				t.Fatalf("linked = %v, want %v (a.turn_key %x, b.parent_turn_key %x)", got, tc.wantLink, tc.a.TurnKey, b.ParentTurnKey)
+			}
+			if strings.Contains(string(b.ReqBody), "Paris") || strings.Contains(string(b.ReqBody), "capital") {
+				t.Fatalf("follow-up not redacted: %s", b.ReqBody)
+			}
+		})
+	}
+}
+
+func TestLinkTurnsKeyedAndQuiet(t *testing.T) {
+	a := chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "application/json", `{"choices":[{"message":{"role":"assistant","content":"Hello!"}}]}`)
+	LinkTurns(a, []byte("key-one-0123456789"))
+	k1 := a.TurnKey
+	LinkTurns(a, []byte("key-two-0123456789"))
+	if k1 == 0 || a.TurnKey == 0 || k1 == a.TurnKey {
+		t.Fatalf("turn keys under two keys: %x %x", k1, a.TurnKey)
+	}
+	if a.ParentTurnKey != 0 {
+		t.Fatalf("first turn has a parent key %x", a.ParentTurnKey)
+	}
+	// Prefill: a trailing assistant message is not an answered turn.
+	p := chatExchange(`{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"{"}]}`, 200, "application/json", `{}`)
+	LinkTurns(p, testKey)
+	if p.ParentTurnKey != 0 {
+		t.Fatalf("prefill-only request has a parent key %x", p.ParentTurnKey)
+	}
+	for _, body := range []string{``, `{`, `{"messages":"x"}`, `{"messages":[1,2]}`, `{"prompt":"hi"}`, `[{"messages":[]}]`} {
+		x := chatExchange(body, 200, "application/json", `{"choices":[]}`)
+		LinkTurns(x, testKey) // must not panic
+	}
+}
+
+func BenchmarkLinkTurns(b *testing.B) {
+	var msgs []string
+	for i := range 8 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q},{"role":"assistant","content":%q}`, strings.Repeat("question words here ", 20+i), strings.Repeat("answer text goes on ", 40)))
+	}
+	req := `{"model":"m","stream":true,"messages":[{"role":"system","content":"You are a helpful assistant."},` + strings.Join(msgs, ",") + `,{"role":"user","content":"next?"}]}`
+	x := chatExchange(req, 200, "text/event-stream", openAIStream(strings.Repeat("streamed answer ", 30)))
+	b.SetBytes(int64(len(x.ReqBody) + len(x.RespBody)))
+	b.ReportAllocs()
+	for b.Loop() {
+		LinkTurns(x, testKey)
+	}
+}
