@@ -13,14 +13,26 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	w := walker{b: data}
 	var (
 		usage, msgUsage usageVal
-		seen            uint16
+		respUsage       usageVal
+		seen            uint32
 	)
 	ok = w.object(func(k int) bool {
 		switch k {
 		case keyChoices:
 			return w.array(func() bool { return w.choice(&c) })
 		case keyDelta:
+			if w.atString() { // Responses: "delta" is the generated text itself
+				return w.nonEmpty(&c.Tokens)
+			}
 			return w.delta(&c)
+		case keyResponse: // Responses: response.completed and its kin carry response.usage
+			var rseen uint32
+			return w.objectOrNull(func(k int) bool {
+				if k != keyUsage {
+					return w.skipValue()
+				}
+				return w.usage(&respUsage)
+			}, &rseen)
 		case keyUsage:
 			return w.usage(&usage)
 		case keyMessage:
@@ -43,6 +55,9 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	u := usage
 	if !u.set {
 		u = msgUsage
+	}
+	if !u.set {
+		u = respUsage
 	}
 	if u.set {
 		c.HasUsage = true
@@ -70,11 +85,12 @@ const (
 	keyCompletionTokens
 	keyInputTokens
 	keyOutputTokens
+	keyResponse
 )
 
 var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "content",
 	"reasoning_content", "reasoning", "partial_json", "tool_calls", "function", "arguments",
-	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"}
+	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "response"}
 
 // maxDepth bounds the nesting the fast path follows.
 const maxDepth = 64
@@ -91,7 +107,7 @@ type usageVal struct {
 }
 
 func (w *walker) choice(c *Chunk) bool {
-	var seen uint16
+	var seen uint32
 	return w.objectOrNull(func(k int) bool {
 		switch k {
 		case keyDelta:
@@ -104,19 +120,19 @@ func (w *walker) choice(c *Chunk) bool {
 }
 
 func (w *walker) delta(c *Chunk) bool {
-	var seen uint16
+	var seen uint32
 	return w.objectOrNull(func(k int) bool {
 		switch k {
 		case keyContent, keyReasoningContent, keyReasoning, keyText, keyPartialJSON:
 			return w.nonEmpty(&c.Tokens)
 		case keyToolCalls:
 			return w.array(func() bool {
-				var seen uint16
+				var seen uint32
 				return w.objectOrNull(func(k int) bool {
 					if k != keyFunction {
 						return w.skipValue()
 					}
-					var seen uint16
+					var seen uint32
 					return w.objectOrNull(func(k int) bool {
 						if k != keyArguments {
 							return w.skipValue()
@@ -136,7 +152,7 @@ func (w *walker) usage(u *usageVal) bool {
 		return true
 	}
 	u.set = true
-	var seen uint16
+	var seen uint32
 	return w.object(func(k int) bool {
 		switch k {
 		case keyPromptTokens:
@@ -150,6 +166,12 @@ func (w *walker) usage(u *usageVal) bool {
 		}
 		return w.skipValue()
 	}, &seen)
+}
+
+// atString reports whether the next value is a string.
+func (w *walker) atString() bool {
+	w.ws()
+	return w.i < len(w.b) && w.b[w.i] == '"'
 }
 
 // nonEmpty skips a value and sets *tokens when it is a non-empty string or
@@ -246,7 +268,7 @@ func (w *walker) next(closing byte) (done, ok bool) {
 // object walks an object, calling field with the index of each key (keyOther
 // for irrelevant ones) positioned before its value; field must consume it.
 // seen guards against duplicate relevant keys (one bit per key index).
-func (w *walker) object(field func(k int) bool, seen *uint16) bool {
+func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 	if empty, ok := w.open('{', '}'); empty || !ok {
 		return ok
 	}
@@ -272,7 +294,7 @@ func (w *walker) object(field func(k int) bool, seen *uint16) bool {
 			}
 		}
 		if k != keyOther {
-			bit := uint16(1) << k
+			bit := uint32(1) << k
 			if *seen&bit != 0 {
 				return false
 			}
@@ -287,7 +309,7 @@ func (w *walker) object(field func(k int) bool, seen *uint16) bool {
 	}
 }
 
-func (w *walker) objectOrNull(field func(k int) bool, seen *uint16) bool {
+func (w *walker) objectOrNull(field func(k int) bool, seen *uint32) bool {
 	w.ws()
 	if w.literal("null") {
 		return true
@@ -362,7 +384,7 @@ func (w *walker) skipValue() bool {
 	case c == '"':
 		return w.skipString()
 	case c == '{':
-		var seen uint16
+		var seen uint32
 		return w.object(func(int) bool { return w.skipValue() }, &seen)
 	case c == '[':
 		return w.array(w.skipValue)
