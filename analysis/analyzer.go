@@ -1,12 +1,8 @@
 package analysis
 
 import (
-	"fmt"
 	"math"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -14,7 +10,7 @@ import (
 
 // Options configure an Analyzer. The zero value works.
 type Options struct {
-	// Frame is the window the timeline is cut into (default 5s). Frames are
+	// Frame is the window the timeline is cut into (default DefaultFrame). Frames are
 	// named by their original wall-clock start.
 	Frame time.Duration
 	// Origin aligns frames: frame k starts at Origin + k·Frame. Zero means:
@@ -27,14 +23,14 @@ type Options struct {
 	// run (replay: scheduled_ns; recording: since the first exchange).
 	ExcludeFirst time.Duration
 	// WindowQuantile is the quantile each frame must keep within the SLO
-	// (default 0.95; one of 0.5, 0.9, 0.95, 0.99, 0.999, 1).
+	// (default DefaultWindowQuantile; one of 0.5, 0.9, 0.95, 0.99, 0.999, 1).
 	WindowQuantile float64
 	// MinCompliance is the window compliance at which the run meets the SLO
 	// (default 1: every frame with requests).
 	MinCompliance float64
 	// LengthBuckets are ascending prompt-token bounds (exclusive upper
-	// bounds) of the prompt-length buckets (default 512, 2048, 8192: short,
-	// medium, long, very long).
+	// bounds) of the prompt-length buckets (default DefaultLengthBuckets:
+	// short, medium, long, very long).
 	LengthBuckets []int32
 	// LongPrompt is the prompt length (tokens) from which a prompt counts as
 	// long in long-prompt shares (default: 2 × the median prompt length).
@@ -57,99 +53,18 @@ type Options struct {
 	Filter Filter
 }
 
-// Filter selects requests by workload: prompt length, path and model.
-// Requests it leaves out count in Summary.Filtered and nowhere else; frames
-// keep their alignment (they are named by original time either way).
-type Filter struct {
-	// MinPromptTokens and MaxPromptTokens bound prompt tokens, both ends
-	// inclusive; 0 leaves that end open. With either set, requests whose
-	// prompt length is unknown are left out.
-	MinPromptTokens, MaxPromptTokens int32
-	// Paths and Models keep requests whose path (without query) or model
-	// is one of these, exactly; empty keeps all.
-	Paths, Models []string
-}
-
-// IsZero reports whether the filter keeps every request.
-func (f Filter) IsZero() bool {
-	return f.MinPromptTokens <= 0 && f.MaxPromptTokens <= 0 && len(f.Paths) == 0 && len(f.Models) == 0
-}
-
-// String describes the filter, e.g. "prompt tokens 0–2999, model llama-3-8b";
-// empty for the zero filter.
-func (f Filter) String() string {
-	var parts []string
-	switch lo, hi := f.MinPromptTokens, f.MaxPromptTokens; {
-	case lo > 0 && hi > 0:
-		parts = append(parts, fmt.Sprintf("prompt tokens %d–%d", lo, hi))
-	case lo > 0:
-		parts = append(parts, fmt.Sprintf("prompt tokens ≥ %d", lo))
-	case hi > 0:
-		parts = append(parts, fmt.Sprintf("prompt tokens ≤ %d", hi))
-	}
-	if len(f.Paths) > 0 {
-		parts = append(parts, "path "+strings.Join(f.Paths, " or "))
-	}
-	if len(f.Models) > 0 {
-		parts = append(parts, "model "+strings.Join(f.Models, " or "))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// keeps reports whether the filter keeps an observation.
-func (f *Filter) keeps(o *observation) bool {
-	if f.MinPromptTokens > 0 || f.MaxPromptTokens > 0 {
-		p := o.promptTokens
-		if p <= 0 || (f.MinPromptTokens > 0 && p < f.MinPromptTokens) || (f.MaxPromptTokens > 0 && p > f.MaxPromptTokens) {
-			return false
-		}
-	}
-	if len(f.Paths) > 0 && !slices.Contains(f.Paths, o.path) {
-		return false
-	}
-	return len(f.Models) == 0 || slices.Contains(f.Models, o.model)
-}
-
-// ParsePromptRange parses a prompt-token range "MIN:MAX" (inclusive; either
-// end may be empty, e.g. ":2999" or "3000:") into f's bounds.
-func (f *Filter) ParsePromptRange(s string) error {
-	lo, hi, ok := strings.Cut(strings.TrimSpace(s), ":")
-	if !ok {
-		return fmt.Errorf("parse prompt-token range %q: want MIN:MAX, either end optional (e.g. :2999 or 3000:)", s)
-	}
-	var bounds [2]int32
-	for i, v := range []string{lo, hi} {
-		if v = strings.TrimSpace(v); v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("parse prompt-token range %q: %q is not a positive token count", s, v)
-		}
-		bounds[i] = int32(n)
-	}
-	if bounds[0] == 0 && bounds[1] == 0 {
-		return fmt.Errorf("parse prompt-token range %q: give MIN, MAX or both", s)
-	}
-	if bounds[0] > 0 && bounds[1] > 0 && bounds[0] > bounds[1] {
-		return fmt.Errorf("parse prompt-token range %q: MIN above MAX", s)
-	}
-	f.MinPromptTokens, f.MaxPromptTokens = bounds[0], bounds[1]
-	return nil
-}
-
 func (o Options) withDefaults() Options {
 	if o.Frame <= 0 {
-		o.Frame = 5 * time.Second
+		o.Frame = DefaultFrame
 	}
 	if o.WindowQuantile <= 0 {
-		o.WindowQuantile = 0.95
+		o.WindowQuantile = DefaultWindowQuantile
 	}
 	if o.MinCompliance <= 0 {
 		o.MinCompliance = 1
 	}
 	if len(o.LengthBuckets) == 0 {
-		o.LengthBuckets = []int32{512, 2048, 8192}
+		o.LengthBuckets = DefaultLengthBuckets()
 	}
 	if o.MaxGroups <= 0 {
 		o.MaxGroups = 256

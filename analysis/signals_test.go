@@ -26,7 +26,7 @@ func writeRows[T formats.Record](t *testing.T, dir string, rows []T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

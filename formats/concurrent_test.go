@@ -25,7 +25,7 @@ func TestConcurrentWritersOneDir(t *testing.T) {
 					errs <- err
 					return
 				}
-				w.Close()
+				w.Close(context.Background())
 			}()
 		}
 		wg.Wait()

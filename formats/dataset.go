@@ -46,8 +46,10 @@ type RowGroupInfo struct {
 // Recorder is the file's recorder id.
 func (fi *FileInfo) Recorder() string { return fi.Meta[MetaRecorder] }
 
-// MinTime and MaxTime are Min and Max as times (zero if unknown).
+// MinTime is Min as a time (zero if unknown).
 func (fi *FileInfo) MinTime() time.Time { return nsTime(fi.Min) }
+
+// MaxTime is Max as a time (zero if unknown).
 func (fi *FileInfo) MaxTime() time.Time { return nsTime(fi.Max) }
 
 func nsTime(ns int64) time.Time {

@@ -32,7 +32,7 @@ func Example() {
 			log.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 

@@ -121,7 +121,7 @@ func writeAll(b *testing.B, recs []formats.Exchange, opts formats.WriterOptions)
 			b.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	n := w.Stats().BytesWritten
@@ -185,7 +185,7 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	readLoop(b, dir, formats.ReaderOptions{})
@@ -208,7 +208,7 @@ func BenchmarkReadColumns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("all", func(b *testing.B) { readLoop(b, dir, formats.ReaderOptions{}) })

@@ -60,7 +60,7 @@ func writeAll[T Record](t testing.TB, opts WriterOptions, recs []T) Stats {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return w.Stats()
@@ -289,7 +289,7 @@ func TestRotateByAge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := w.Stats(); st.FilesClosed != 2 || st.Syncs == 0 {

@@ -73,7 +73,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	if st := w2.Stats(); st.Recovered == 0 {
 		t.Errorf("Stats.Recovered = 0 after a crash")
 	}
-	if err := w2.Close(); err != nil {
+	if err := w2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	checkPrefix(t, dir, synced, synced+unsynced)
@@ -85,7 +85,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	if st := w3.Stats(); st.Recovered != 0 {
 		t.Errorf("second recovery recovered %d records again", st.Recovered)
 	}
-	w3.Close()
+	w3.Close(context.Background())
 	checkPrefix(t, dir, synced, synced+unsynced)
 }
 
@@ -212,7 +212,7 @@ func TestSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := w.Stats()
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	n := checkPrefix(t, dir, 1, len(written))
@@ -381,3 +381,41 @@ func fillAll(v reflect.Value) {
 }
 
 func crc32Castagnoli(b []byte) uint32 { return crc32.Checksum(b, crcTable) }
+
+// TestCloseGivesUpAtCtx: a Close whose ctx has ended closes no more files;
+// their records stay in the spool, and the next writer on the directory
+// recovers every one of them.
+func TestCloseGivesUpAtCtx(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: dir, Recorder: "rec-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for i := range n {
+		x := testExchange(int64(i+1), time.Duration(i)*time.Second) // two hours: two open files
+		if err := w.Write(&x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close with an ended ctx = %v, want context.Canceled", err)
+	}
+	if files, _ := ListFiles([]string{dir}); len(files) != 0 {
+		t.Fatalf("%d files closed after the ctx ended", len(files))
+	}
+	w2, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: dir, Recorder: "rec-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := w2.Stats(); st.Recovered != n {
+		t.Errorf("recovered %d records, want %d", st.Recovered, n)
+	}
+	if err := w2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkPrefix(t, dir, n, n)
+}

@@ -29,7 +29,7 @@ var recorderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // Dir/_spool/, synced every SyncEvery, and leaves the spool only once it sits
 // in a renamed file; NewWriter recovers what a killed predecessor left there.
 // A background goroutine syncs the spool and rotates files by age until
-// Close, which must be called.
+// Close, which must be called (see the package's Close convention).
 //
 // Write takes ownership of the record's slices and maps until the writer is
 // closed: the caller must not modify them after Write (the struct itself is
@@ -184,10 +184,13 @@ func (w *Writer[T]) Stats() Stats {
 	return s
 }
 
-// Close writes out every open file, renames them into place and removes the
-// spool. After a failed Close the spool stays and the next NewWriter on the
-// directory recovers it.
-func (w *Writer[T]) Close() error {
+// Close stops the writer: it writes out every open file, renames them into
+// place and removes the spool, waiting until that is done or ctx ends. When
+// ctx ends first, the files not yet closed are given up and their records
+// stay in the spool, as after a failed Close: the next NewWriter on the
+// directory recovers them (without a spool, NoSpool, they are lost). Close
+// reports ErrClosed when called again; what was written is in Stats.
+func (w *Writer[T]) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -196,15 +199,28 @@ func (w *Writer[T]) Close() error {
 	w.closed = true
 	w.mu.Unlock()
 	close(w.stop)
-	<-w.done
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		// The background goroutine is between two ticks' work; it takes
+		// the lock, so closing files below waits for it anyway.
+	}
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
 	for _, fw := range w.files {
+		if err := ctx.Err(); err != nil {
+			w.failFile(fw)
+			continue
+		}
 		if err := w.closeFile(fw); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		w.sess.release()
+		return fmt.Errorf("close writer: %w; the records of files not closed stay in the spool for the next writer to recover", err)
 	}
 	if len(errs) > 0 || w.pinned != math.MaxInt {
 		w.sess.release()

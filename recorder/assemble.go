@@ -131,11 +131,11 @@ type ConnInfo struct {
 
 // Request is the request line and headers of an exchange.
 type Request struct {
-	Method   string
-	Host     string
-	Path     string // escaped path, without the query
-	RawQuery string // query without the '?'
-	Header   http.Header
+	Method   string      // GET, POST, …
+	Host     string      // Host header (HTTP/1.1) or :authority (HTTP/2)
+	Path     string      // escaped path, without the query
+	RawQuery string      // query without the '?'
+	Header   http.Header // request headers; read, not retained
 }
 
 // Begin starts an exchange whose first request byte was seen at start and

@@ -27,6 +27,10 @@ type PipelineOptions struct {
 	// Warn receives sink errors, at most one a second (default: dropped;
 	// they are always counted).
 	Warn func(error)
+
+	// maxBody is the recorder's body cap (Config.MaxBody), held again
+	// after redaction; New sets it. 0: no cap.
+	maxBody int64
 }
 
 // pipeline carries exchanges from the capture sources to the Sink: a
@@ -55,9 +59,10 @@ type pipeline struct {
 	qbytes   atomic.Int64 // body bytes queued or being written
 	lastWarn atomic.Int64 // unix ns of the last Warn call
 	written  chan item
-	cpu      chan struct{} // a token per stage that may run at once; see NewPipeline
-	done     chan struct{} // closed when the writer has closed the sink
-	closeErr error         // the sink's Close error, valid after done
+	cpu      chan struct{}   // a token per stage that may run at once; see NewPipeline
+	done     chan struct{}   // closed when the writer has closed the sink
+	closeCtx context.Context // Close's ctx, set before the queue is closed
+	closeErr error           // the sink's Close error, valid after done
 }
 
 // newPipeline starts a pipeline writing to sink. red may be nil to record
@@ -219,6 +224,7 @@ func (p *pipeline) work() {
 			if x.RedactErr != "" {
 				p.m.RedactionErrors.Inc()
 			}
+			capRedacted(x, p.opts.maxBody)
 		}
 		<-p.cpu
 		p.written <- it
@@ -244,7 +250,25 @@ func (p *pipeline) write() {
 		}
 		p.qbytes.Add(-it.size)
 	}
-	p.closeErr = p.sink.Close()
+	p.closeErr = p.sink.Close(p.closeCtx)
+}
+
+// capRedacted holds the body cap after redaction: a redacted body can be
+// longer than the raw one it came from (a compressed body cut at the cap
+// decompresses, and is compressed again, whole; invalid UTF-8 becomes
+// U+FFFD), and --max-body promises the bytes stored.
+func capRedacted(x *formats.Exchange, limit int64) {
+	if limit <= 0 {
+		return
+	}
+	if int64(len(x.ReqBody)) > limit {
+		x.ReqBody, x.ReqBodyTrunc = x.ReqBody[:limit], true
+	}
+	if int64(len(x.RespBody)) > limit {
+		x.RespBody = x.RespBody[:limit]
+		// exchange/1 marks a cut response by a body shorter than its size.
+		x.RespBodyBytes = max(x.RespBodyBytes, limit+1)
+	}
 }
 
 // item is a queued exchange and the bytes Submit charged for it (redaction
@@ -283,6 +307,7 @@ func (p *pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
+		p.closeCtx = ctx
 		close(p.queue)
 	}
 	p.mu.Unlock()

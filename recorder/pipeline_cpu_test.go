@@ -34,7 +34,7 @@ func (b *busyStages) RedactExchange(*formats.Exchange) { b.enter(); b.leave() }
 
 func (b *busyStages) Write(*formats.Exchange) error { b.enter(); b.n.Add(1); b.leave(); return nil }
 
-func (b *busyStages) Close() error { return nil }
+func (b *busyStages) Close(context.Context) error { return nil }
 
 // TestPipelineLeavesAPForForwarding checks that the workers and the writer
 // together never occupy more than GOMAXPROCS-1 Ps (at least one), so that a

@@ -4,20 +4,20 @@ import (
 	"context"
 	"hash/fnv"
 	"math"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
 )
 
 // Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write is
-// called from a single goroutine; Close is called once, by Recorder.Close,
-// after the last Write.
+// called from a single goroutine; Close is called once, after the last
+// Write, with the ctx given to Recorder.Close.
 type Sink interface {
 	Write(x *formats.Exchange) error
-	Close() error
+	Close(ctx context.Context) error
 }
 
 // Redactor redacts an exchange in place before it is written;
@@ -30,7 +30,8 @@ type Redactor interface {
 type Filter struct {
 	// Paths are path prefixes ("/v1/chat/") or, when they contain glob
 	// characters, path.Match patterns ("/v1/*/completions"), matched against
-	// the escaped path as recorded in the path column.
+	// the escaped path as recorded in the path column: the --path rule of
+	// analysis.MatchPath, the same in replay, stats, report and compare.
 	Paths   []string
 	Methods []string // methods, case-insensitive
 	Hosts   []string // hosts, case-insensitive, with or without the port
@@ -50,19 +51,7 @@ func (f *Filter) Match(method, host, p string) bool {
 			return false
 		}
 	}
-	if len(f.Paths) == 0 {
-		return true
-	}
-	for _, pat := range f.Paths {
-		if strings.ContainsAny(pat, "*?[") {
-			if ok, _ := path.Match(pat, p); ok {
-				return true
-			}
-		} else if strings.HasPrefix(p, pat) {
-			return true
-		}
-	}
-	return false
+	return len(f.Paths) == 0 || analysis.MatchPath(f.Paths, p)
 }
 
 func containsFold(list []string, s string) bool {
@@ -130,8 +119,10 @@ func New(sink Sink, red Redactor, opts Options) *Recorder {
 			opts.Config.Epoch = e.Epoch()
 		}
 	}
+	asm := NewAssembler(opts.Config)
+	opts.Pipeline.maxBody = asm.cfg.MaxBody
 	r := &Recorder{
-		asm:     NewAssembler(opts.Config),
+		asm:     asm,
 		pipe:    newPipeline(sink, red, opts.Pipeline, opts.Config.SessionFields),
 		filter:  opts.Filter,
 		sampleT: math.MaxUint64,

@@ -170,7 +170,7 @@ type countSink struct {
 }
 
 func (s *countSink) Write(*formats.Exchange) error { s.mu.Lock(); s.n++; s.mu.Unlock(); return nil }
-func (s *countSink) Close() error                  { s.closed = true; return nil }
+func (s *countSink) Close(context.Context) error   { s.closed = true; return nil }
 
 type markRedactor struct{}
 

@@ -103,7 +103,7 @@ func TestEpoch(t *testing.T) {
 type epochSink struct{ at time.Time }
 
 func (epochSink) Write(*formats.Exchange) error { return nil }
-func (epochSink) Close() error                  { return nil }
+func (epochSink) Close(context.Context) error   { return nil }
 func (s epochSink) Epoch() time.Time            { return s.at }
 
 // TestRestartKeepsKeysUnique records twice on one dataset directory, as a

@@ -46,7 +46,7 @@ func TestSubmitWaitLosesNothing(t *testing.T) {
 type stuckSink struct{ release chan struct{} }
 
 func (s *stuckSink) Write(*formats.Exchange) error { <-s.release; return nil }
-func (s *stuckSink) Close() error                  { return nil }
+func (s *stuckSink) Close(context.Context) error   { return nil }
 
 // With the sink stuck and the queue full, a SubmitWait waiting for room
 // must not hold Close past its ctx: Close returns the ctx error and the

@@ -20,6 +20,7 @@ type Body struct {
 // (fail closed) with Reason in the exchange's redaction_error.
 type Error struct{ Reason string }
 
+// Error is the redaction_error column: "cannot redact: REASON".
 func (e *Error) Error() string { return "cannot redact: " + e.Reason }
 
 // bodyKind is how a body is handled.

@@ -177,7 +177,7 @@ func TestNoLeak(t *testing.T) {
 					}
 				}
 			}
-			if err := w.Close(); err != nil {
+			if err := w.Close(context.Background()); err != nil {
 				t.Fatalf("close: %v", err)
 			}
 			if os.Getenv("REEL_KEEP_LEAKDIR") != "" {
@@ -214,7 +214,7 @@ func TestScannerFindsRawValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	leaks, _ := redacttest.ScanDir(t, dir)

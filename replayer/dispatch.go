@@ -25,10 +25,8 @@ const minSpin = 50 * time.Microsecond
 // before a due time gap after the previous one: at most window and at most
 // three quarters of the gap, so that at thousands of requests per second
 // the dispatcher sleeps a little between requests instead of spinning away
-// the core its senders need. On 2 shared cores (bench/replay, 5k req/s) a
-// window as long as the gap gave lag p99 1.8–3.6 ms, half the gap 1.2 ms,
-// three quarters 0.8–1.1 ms; at 1k req/s three quarters gave 0.54 ms
-// against 0.70 ms for half.
+// the core its senders need (the fractions measured are in
+// docs/performance.md, "Absolute due times, sleep then a precise wait").
 func spinFor(window time.Duration, gap int64) time.Duration {
 	return max(min(window, time.Duration(gap*3/4)), minSpin)
 }
@@ -37,8 +35,7 @@ func spinFor(window time.Duration, gap int64) time.Duration {
 // (above 10k req/s), they are paced by Go's timer alone, with no precise
 // wait: one wake-up sends every request that came due meanwhile, where a
 // precise wait per request cost more CPU than the request itself
-// (bench/replay at 20k req/s: 33 µs of CPU per request with the timer
-// alone, 42 µs with precise sleeps, 51 µs spinning). Lag then grows to the
+// (docs/performance.md, "The dispatcher's wait"). Lag then grows to the
 // timer's lateness, up to about a millisecond when the process is idle.
 const coarseGap = 100 * time.Microsecond
 

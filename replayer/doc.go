@@ -8,9 +8,11 @@
 //   - schedule.go: which exchanges are replayed and when (window, frames,
 //     filters, sampling, shards, loops) — streamed in time order from a
 //     [Source], in memory that does not grow with the dataset;
-//   - dispatch.go, sleep_*.go: the dispatcher that hits absolute due times
-//     (sleep until just before, then a short precise wait) and hands each
-//     request to a sender without waiting for responses;
+//   - dispatch.go, sleep_*.go: how the dispatcher waits for an absolute due
+//     time (pace and waitUntil: sleep until just before, then a short
+//     precise wait) and the senders it hands each request to without
+//     waiting for responses; the pacing loop itself, which walks the
+//     schedule and calls them, is Plan.Run's, in run.go;
 //   - request.go, client.go, conn.go, http1.go: the replayer's own lean
 //     HTTP/1.1 client — each request rebuilt and pre-rendered once (never
 //     forwarding recorded credentials), written and its response read on
@@ -18,9 +20,9 @@
 //     keep-alive connections (TLS included), timed per SPEC §6 (TTFB, TTFT,
 //     TTST, inter-token gaps via sse, end-to-end from send and
 //     from schedule);
-//   - run.go: a whole run — target safety, warm-up, step mode, progress,
-//     result rows to a [Sink], summaries and the speed sweep through
-//     analysis, the one implementation of reel's metrics.
+//   - run.go: a whole run — the pacing loop, target safety, warm-up, step
+//     mode, progress, result rows to a [Sink], summaries and the speed
+//     sweep through analysis, the one implementation of reel's metrics.
 //
 // The replayer never reads flags, files or the environment: cmd/reel opens the
 // dataset and the result writer and passes them in.

@@ -193,7 +193,7 @@ func writeDataset(tb testing.TB, xs []*formats.Exchange) string {
 			tb.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return dir

@@ -21,6 +21,10 @@ type Sink interface {
 	Write(*formats.Result) error
 }
 
+// DefaultRequestTimeout is reel replay's per-request timeout: long enough
+// for a long generation, short enough that a hung target ends the run.
+const DefaultRequestTimeout = 10 * time.Minute
+
 // Options configure a replay. The zero value of every field works except
 // Target.
 type Options struct {
@@ -34,7 +38,7 @@ type Options struct {
 	Conn        ConnMode      // default ConnPooled
 	MaxConns    int           // ConnRecorded: connections kept at once (LRU); default 4096
 	PoolConns   int           // ConnPooled: connections to the target at most; default DefaultPoolConns, < 0 = no limit
-	Timeout     time.Duration // per request, from its send; 0 = none
+	Timeout     time.Duration // per request, from its send; 0 = none (reel replay: DefaultRequestTimeout)
 	TLS         *tls.Config   // nil = Go's defaults
 
 	Headers           http.Header // added to every request (credentials for the shadow go here)
@@ -89,6 +93,7 @@ var ErrEmptyWindow = errors.New("no exchange matches the selection")
 // RecordedHostError refuses a target that was recorded as a production host.
 type RecordedHostError struct{ Host string }
 
+// Error says which host was refused and how to allow it.
 func (e *RecordedHostError) Error() string {
 	return fmt.Sprintf("target host %q appears among the recorded hosts: refusing to replay against what may be production (pass --allow-recorded-host if it really is a shadow)", e.Host)
 }
@@ -113,7 +118,7 @@ func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if opts.RunID == "" {
-		opts.RunID = "run-" + time.Now().UTC().Format("20060102T150405.000")
+		opts.RunID = timeRunID(time.Now())
 	}
 	w, err := scan(ctx, open, &opts.Selection, opts.Warmup)
 	if err != nil {
@@ -372,7 +377,8 @@ type SweepReport struct {
 }
 
 // Sweep runs the window once per speed, each into the sink newSink returns
-// (closed after its run when it is an io.Closer), and reports the highest
+// (closed after its run when it has a Close(ctx) error method, as
+// *formats.Writer does), and reports the highest
 // speed that meets the SLO of Options.Analysis.
 func (p *Plan) Sweep(ctx context.Context, speeds []float64, newSink func(speed float64) (Sink, error)) (*SweepReport, error) {
 	sr := &SweepReport{}
@@ -385,8 +391,8 @@ func (p *Plan) Sweep(ctx context.Context, speeds []float64, newSink func(speed f
 			return sr, fmt.Errorf("speed %g: open results: %w", s, err)
 		}
 		rep, err := p.Run(ctx, sink, s)
-		if cl, ok := sink.(io.Closer); ok {
-			if cerr := cl.Close(); cerr != nil && err == nil {
+		if cl, ok := sink.(interface{ Close(context.Context) error }); ok {
+			if cerr := cl.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
 				err = fmt.Errorf("close results: %w", cerr)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"path"
+
 	"strconv"
 	"strings"
 	"time"
@@ -59,8 +59,9 @@ func OpenDataset(paths []string, opts formats.ReaderOptions) Opener {
 	}
 }
 
-// DefaultFrame is the frame length when Selection.Frame is zero.
-const DefaultFrame = 5 * time.Second
+// DefaultFrame is the frame length when Selection.Frame is zero: the
+// analysis' frame, so a replay's frames and its report's are the same.
+const DefaultFrame = analysis.DefaultFrame
 
 // Selection chooses the exchanges of a replay. The zero value selects every
 // exchange of the dataset.
@@ -69,8 +70,12 @@ type Selection struct {
 	Frame    time.Duration // frame length, frames aligned to it on the wall clock; default DefaultFrame
 	Frames   FrameRange    // frames to replay; zero = all
 
-	Paths           []string      // path filters: a pattern with * ? [ ] as in path.Match, else a prefix; any may match
-	Models          []string      // model filters, exact; any may match
+	// Paths, Models and the prompt-token bounds select requests by the rules
+	// of analysis.Filter (the same filter reel stats/report/compare apply):
+	// a path pattern with * ? [ is a glob, else a prefix; models exact; with
+	// a bound set, exchanges of unknown prompt length are left out.
+	Paths           []string
+	Models          []string
 	Methods         []string      // method filters, case-insensitive; any may match
 	Headers         []HeaderMatch // recorded request headers that must all match
 	MinPromptTokens int32         // 0 = no lower bound
@@ -127,6 +132,7 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{Index: i, Count: n}, nil
 }
 
+// String formats the shard as i/n, as ParseShard reads it.
 func (s Shard) String() string {
 	if s.Count <= 1 {
 		return "0/1"
@@ -238,23 +244,8 @@ func shardKey(x *formats.Exchange) string {
 
 // match applies the filters, the sample and the shard.
 func (s *Selection) match(x *formats.Exchange) bool {
-	if len(s.Paths) > 0 {
-		ok := false
-		for _, p := range s.Paths {
-			if strings.ContainsAny(p, "*?[") {
-				ok, _ = path.Match(p, x.Path)
-			} else {
-				ok = strings.HasPrefix(x.Path, p)
-			}
-			if ok {
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	if len(s.Models) > 0 && !contains(s.Models, x.Model, false) {
+	req := analysis.Filter{Paths: s.Paths, Models: s.Models, MinPromptTokens: s.MinPromptTokens, MaxPromptTokens: s.MaxPromptTokens}
+	if !req.MatchRequest(x.Path, x.Model, x.PromptTokens) {
 		return false
 	}
 	if len(s.Methods) > 0 && !contains(s.Methods, x.Method, true) {
@@ -265,12 +256,6 @@ func (s *Selection) match(x *formats.Exchange) bool {
 		if !ok || (hm.Value != "" && !strings.EqualFold(v, hm.Value)) {
 			return false
 		}
-	}
-	if s.MinPromptTokens > 0 && x.PromptTokens < s.MinPromptTokens {
-		return false
-	}
-	if s.MaxPromptTokens > 0 && x.PromptTokens > s.MaxPromptTokens {
-		return false
 	}
 	if s.Sample > 0 && s.Sample < 1 {
 		key := "x:" + x.Recorder + "/" + strconv.FormatInt(x.Seq, 10)

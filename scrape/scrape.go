@@ -188,6 +188,7 @@ type Scraper struct {
 	loops   sync.WaitGroup // endpoint goroutines
 	drained chan struct{}  // closed when the writer goroutine ends
 	closing sync.Once      // Close stops everything once
+	stopped chan struct{}  // closed when Close's stopping is complete
 
 	written, dropped, writeErrs atomic.Int64
 
@@ -215,7 +216,8 @@ func Start(ctx context.Context, sink Sink, opts Options) (*Scraper, error) {
 		return nil, errors.New("start scraper: no endpoint to scrape")
 	}
 	opts = opts.withDefaults()
-	s := &Scraper{opts: opts, sink: sink, queue: make(chan []formats.Metric, 1024), drained: make(chan struct{})}
+	s := &Scraper{opts: opts, sink: sink, queue: make(chan []formats.Metric, 1024),
+		drained: make(chan struct{}), stopped: make(chan struct{})}
 	if len(opts.Series) > 0 {
 		s.keep = map[string]bool{}
 		for _, n := range opts.Series {
@@ -245,20 +247,29 @@ func Start(ctx context.Context, sink Sink, opts Options) (*Scraper, error) {
 	return s, nil
 }
 
-// Close stops scraping, waits for scrapes in progress (at most Timeout),
-// hands the queued samples to the sink and reports the final counts. It
-// does not close the sink.
-func (s *Scraper) Close() Stats {
+// Close stops scraping, waits for scrapes in progress (at most Timeout) and
+// hands the queued samples to the sink, or returns ctx's error when ctx ends
+// first (the stopping finishes in the background). It does not close the
+// sink. Stats has the final counts.
+func (s *Scraper) Close(ctx context.Context) error {
 	s.closing.Do(func() {
 		s.cancel()
-		s.loops.Wait()
-		close(s.queue)
-		<-s.drained
+		go func() {
+			s.loops.Wait()
+			close(s.queue)
+			<-s.drained
+			close(s.stopped)
+		}()
 	})
-	return s.Stats()
+	select {
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close scraper: %w", ctx.Err())
+	}
 }
 
-// Stats reports the counts so far.
+// Stats reports the counts so far; after Close, the final ones.
 func (s *Scraper) Stats() Stats {
 	st := Stats{Written: s.written.Load(), Dropped: s.dropped.Load(), WriteErrors: s.writeErrs.Load()}
 	s.mu.Lock()

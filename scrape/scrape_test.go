@@ -91,7 +91,7 @@ func TestScrapeRawSamplesAtCadence(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, func() bool { return s.Stats().Targets[0].OK >= 4 })
-	st := s.Close()
+	st := closeStats(t, s)
 	rows := sink.snapshot()
 	if st.Targets[0].OK < 4 || st.Failed() != 0 || st.Written != int64(len(rows)) {
 		t.Fatalf("stats %+v, %d rows", st, len(rows))
@@ -145,7 +145,7 @@ func TestSeriesFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, func() bool { return s.Stats().Targets[0].OK >= 1 })
-	s.Close()
+	closeStats(t, s)
 	names := map[string]bool{}
 	for _, r := range sink.snapshot() {
 		names[r.Name] = true
@@ -194,7 +194,7 @@ func TestFailingEndpoints(t *testing.T) {
 		return true
 	})
 	began := time.Now()
-	st := s.Close()
+	st := closeStats(t, s)
 	if d := time.Since(began); d > 3*time.Second {
 		t.Fatalf("Close took %s with a hanging endpoint", d)
 	}
@@ -252,7 +252,7 @@ func TestSlowSinkDrops(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, func() bool { return s.Stats().Dropped > 0 && s.Stats().Targets[0].OK >= 5 })
 	close(sink.block)
-	st := s.Close()
+	st := closeStats(t, s)
 	if st.Dropped == 0 || st.Written+st.Dropped != st.Targets[0].Samples {
 		t.Fatalf("stats %+v: want drops and written+dropped = sampled", st)
 	}
@@ -304,4 +304,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// closeStats closes s, failing the test if that takes 10 s, and returns its
+// final counts.
+func closeStats(t *testing.T, s *Scraper) Stats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s.Stats()
 }

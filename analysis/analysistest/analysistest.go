@@ -152,7 +152,7 @@ func WriteDataset[T formats.Exchange | formats.Result](tb testing.TB, dir string
 			tb.Fatalf("write: %v", err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		tb.Fatalf("close writer: %v", err)
 	}
 }

@@ -206,11 +206,11 @@ func dataset(ctx context.Context, args []string) error {
 			BatchSize: -1, QueueDepth: -1, Complete: true,
 		}
 		if err := w.Write(&x); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("write: %w", err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		return fmt.Errorf("close dataset: %w", err)
 	}
 	return nil
@@ -261,11 +261,11 @@ func results(ctx context.Context, args []string) error {
 			Method: "POST", Path: "/v1/chat/completions", Model: e.model, PromptTokens: e.prompt,
 		}
 		if err := w.Write(&r); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("write: %w", err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		return fmt.Errorf("close results: %w", err)
 	}
 	return nil

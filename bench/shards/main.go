@@ -61,11 +61,11 @@ func dataset(ctx context.Context, args []string) error {
 			ConnID: int64(i%*conns + 1), ConnSeq: int32(i / *conns), Method: "GET", Host: "prod.example",
 			Path: "/", Query: "i=" + strconv.Itoa(i+1), Status: 200}
 		if err := w.Write(&x); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("write: %w", err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		return fmt.Errorf("close dataset: %w", err)
 	}
 	return nil

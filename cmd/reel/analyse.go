@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,101 +21,56 @@ import (
 // analysisFlags are the flags stats, report and compare share.
 type analysisFlags struct {
 	frame, excludeFirst time.Duration
-	slo, buckets        string
-	from, to            string
+	slo                 analysis.SLO
+	sloText             string
+	buckets             []int32
+	from, to            timeValue
 	windowQuantile      float64
 	minCompliance       float64
 	longPrompt          int32
 	skipBad             bool
-	series              []string // server-side series (scrape.go)
-	promptTokens        string   // MIN:MAX filter
-	paths, models       []string // filters
+	series              []string        // server-side series (scrape.go)
+	filter              analysis.Filter // --path, --model, --prompt-tokens
 }
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&f.frame, "frame", 5*time.Second, "frame (window) length")
-	fs.StringVar(&f.slo, "slo", "", "per-request SLO, each ≤ (e.g. ttft=300ms,tpot=50ms,e2e=5s)")
+	fs.DurationVar(&f.frame, "frame", analysis.DefaultFrame, "frame (window) length")
+	fs.Var(sloValue{&f.slo, &f.sloText}, "slo", "per-request SLO, each ≤ (e.g. ttft=300ms,tpot=50ms,e2e=5s; metrics in docs/metrics.md)")
 	fs.DurationVar(&f.excludeFirst, "exclude-first", 0, "leave the first span of the run out of the metrics")
-	fs.Float64Var(&f.windowQuantile, "window-quantile", 0.95, "quantile each frame must keep within the SLO")
+	fs.Float64Var(&f.windowQuantile, "window-quantile", analysis.DefaultWindowQuantile, "quantile each frame must keep within the SLO")
 	fs.Float64Var(&f.minCompliance, "min-compliance", 1, "window compliance at which the run meets the SLO")
-	fs.StringVar(&f.buckets, "buckets", "512,2048,8192", "prompt-length bucket bounds in tokens (short,medium,long,very long)")
+	fs.Var(newBoundsValue(analysis.DefaultLengthBuckets(), &f.buckets), "buckets", "prompt-length bucket bounds in tokens (short,medium,long,very long)")
 	fs.Int32Var(&f.longPrompt, "long-prompt", 0, "prompt tokens from which a prompt counts as long (default 2 × median)")
-	fs.StringVar(&f.from, "from", "", "only rows at or after this time (RFC 3339)")
-	fs.StringVar(&f.to, "to", "", "only rows before this time (RFC 3339)")
-	fs.StringVar(&f.promptTokens, "prompt-tokens", "", "only requests with MIN:MAX prompt tokens, inclusive, either end optional (e.g. :2999 short, 3000: long)")
-	fs.StringSliceVar(&f.paths, "path", nil, "only requests to these paths (exact, without query; repeatable or comma-separated)")
-	fs.StringSliceVar(&f.models, "model", nil, "only requests for these models (exact; repeatable or comma-separated)")
-	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files with a warning (default: fail)")
-	fs.StringSliceVar(&f.series, "series", nil, "server-side series scraped beside the run (DIR.metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
+	fs.Var(&f.from, "from", "only rows at or after this time (RFC 3339, or -DURATION before now)")
+	fs.Var(&f.to, "to", "only rows before this time (RFC 3339, or +DURATION after --from)")
+	registerRequestFilter(fs, &f.filter, "only")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip unreadable files and files with corrupt pages, with a warning (default: fail)")
+	fs.Var(newListValue(nil, &f.series, false), "series", "server-side series scraped beside the run (DIR.metrics) to align with frames; counters as rates (default: vLLM/SGLang queue, batch, KV usage; DCGM GPU/SM)")
 }
 
 // options turns the flags into analysis and reader options.
 func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.ReaderOptions, error) {
-	slo, err := analysis.ParseSLO(f.slo)
-	if err != nil {
-		return analysis.Options{}, formats.ReaderOptions{}, err
-	}
 	if f.frame <= 0 {
 		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--frame must be positive, got %s", f.frame)
 	}
-	switch f.windowQuantile {
-	case 0.5, 0.9, 0.95, 0.99, 0.999, 1:
-	default:
-		if f.windowQuantile <= 0 || f.windowQuantile > 1 {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--window-quantile must be in (0, 1], got %g", f.windowQuantile)
-		}
-	}
-	var bounds []int32
-	for _, s := range strings.Split(f.buckets, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || v <= 0 || (len(bounds) > 0 && int32(v) <= bounds[len(bounds)-1]) {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--buckets %q: want ascending positive token counts", f.buckets)
-		}
-		bounds = append(bounds, int32(v))
+	if f.windowQuantile <= 0 || f.windowQuantile > 1 {
+		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--window-quantile must be in (0, 1], got %g", f.windowQuantile)
 	}
 	ro := formats.ReaderOptions{SkipBad: f.skipBad, Warn: func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) }}
-	if ro.From, err = parseAnalysisTime("--from", f.from); err != nil {
+	var err error
+	if ro.From, err = f.from.resolve("--from", time.Now(), "now"); err != nil {
 		return analysis.Options{}, formats.ReaderOptions{}, err
 	}
-	if ro.To, err = parseAnalysisTime("--to", f.to); err != nil {
+	if ro.To, err = f.to.resolve("--to", ro.From, "--from"); err != nil {
 		return analysis.Options{}, formats.ReaderOptions{}, err
 	}
-	filter := analysis.Filter{Paths: nonEmpty(f.paths), Models: nonEmpty(f.models)}
-	if f.promptTokens != "" {
-		if err := filter.ParsePromptRange(f.promptTokens); err != nil {
-			return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--prompt-tokens: %w", err)
-		}
+	if !ro.To.IsZero() && !ro.To.After(ro.From) {
+		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--to must come after --from")
 	}
 	return analysis.Options{
-		Frame: f.frame, SLO: slo, ExcludeFirst: f.excludeFirst, WindowQuantile: f.windowQuantile,
-		MinCompliance: f.minCompliance, LengthBuckets: bounds, LongPrompt: f.longPrompt, Filter: filter,
+		Frame: f.frame, SLO: f.slo, ExcludeFirst: f.excludeFirst, WindowQuantile: f.windowQuantile,
+		MinCompliance: f.minCompliance, LengthBuckets: f.buckets, LongPrompt: f.longPrompt, Filter: f.filter,
 	}, ro, nil
-}
-
-// nonEmpty drops blank entries of a list flag.
-func nonEmpty(v []string) []string {
-	var out []string
-	for _, s := range v {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func parseAnalysisTime(flag, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-03-04T14:00:00Z", flag, s)
 }
 
 // analyse reads datasets into a new Analyzer.
@@ -174,7 +128,7 @@ type analysisRun struct {
 
 // run parses args and analyses the datasets they name. It returns nil and
 // no error when --help was asked for.
-func (c analysisCommand) run(ctx context.Context, args []string, stderr io.Writer) (*analysisRun, error) {
+func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr io.Writer) (*analysisRun, error) {
 	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var af analysisFlags
@@ -185,11 +139,8 @@ func (c analysisCommand) run(ctx context.Context, args []string, stderr io.Write
 	if c.flags != nil {
 		c.flags(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprint(stderr, c.usage)
-		fs.PrintDefaults()
-	}
-	if helped, err := parseFlags(fs, args, c.hint); helped || err != nil {
+	fs.Usage = usageFunc(fs, c.usage)
+	if helped, err := parseFlags(fs, args, c.hint, stdout); helped || err != nil {
 		return nil, err
 	}
 	if fs.NArg() == 0 {

@@ -63,7 +63,7 @@ func startAPISim(t *testing.T) *cluster.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { srv.Close(context.Background()) })
 	return srv
 }
 
@@ -252,4 +252,3 @@ func clientUsage(t *testing.T, c apiCase, resp *http.Response) (u struct{ prompt
 	}
 	return u
 }
-

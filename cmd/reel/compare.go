@@ -72,12 +72,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "bootstrap seed (results are deterministic per seed)")
 	asJSON := fs.Bool("json", false, "print the comparison (and verdict) as JSON")
 	html := fs.String("html", "", "also write a self-contained HTML comparison to this file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, compareUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageFunc(fs, compareUsage)
 	const hint = "reel compare ./results-base ./results-fix --fail-on 'p99>+10%'"
-	if helped, err := parseFlags(fs, args, hint); helped || err != nil {
+	if helped, err := parseFlags(fs, args, hint, stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {

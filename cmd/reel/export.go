@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -41,23 +42,24 @@ Flags:
 
 // exportFlags holds reel export's command line.
 type exportFlags struct {
-	format, out, from, to string
-	paths                 []string
-	blockTokens           int
+	format, out string
+	from, to    timeValue
+	paths       []string
+	blockTokens int
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f exportFlags
 	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, exportUsage); fs.PrintDefaults() }
+	fs.Usage = usageFunc(fs, exportUsage)
 	fs.StringVar(&f.format, "format", "", "mooncake, aiperf or vllm (required)")
 	fs.StringVarP(&f.out, "out", "o", "-", "file to write (-: standard output)")
-	fs.StringVar(&f.from, "from", "", "only requests at or after this time (RFC 3339); timestamps count from here")
-	fs.StringVar(&f.to, "to", "", "only requests before this time (RFC 3339)")
-	fs.StringSliceVar(&f.paths, "path", nil, "only these path prefixes or globs (repeatable)")
+	fs.Var(&f.from, "from", "only requests at or after this time (RFC 3339); timestamps count from here")
+	fs.Var(&f.to, "to", "only requests before this time (RFC 3339, or +DURATION after --from)")
+	fs.Var(newListValue(nil, &f.paths, false), "path", "only requests whose path matches: a prefix (/v1/chat/), or a glob with * ? [ (repeatable or comma-separated)")
 	fs.IntVar(&f.blockTokens, "block-size", 0, "prompt tokens one exported hash id covers (default 512; 16 for vllm)")
-	if helped, err := parseFlags(fs, args, "reel export DATASET --format mooncake"); helped || err != nil {
+	if helped, err := parseFlags(fs, args, "reel export DATASET --format mooncake", stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -74,11 +76,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.blockTokens < 0 {
 		return &usageError{msg: "--block-size must be positive", hint: "reel export DATASET --format mooncake --block-size 512"}
 	}
-	from, err := parseAnalysisTime("--from", f.from)
+	from, err := f.from.resolve("--from", time.Now(), "now")
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: "reel export DATASET --format mooncake --from 2026-03-04T14:00:00Z"}
 	}
-	to, err := parseAnalysisTime("--to", f.to)
+	to, err := f.to.resolve("--to", from, "--from")
 	if err != nil {
 		return &usageError{msg: err.Error(), hint: "reel export DATASET --format mooncake --to 2026-03-04T14:10:00Z"}
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -51,19 +52,20 @@ Flags:
 
 // importFlags holds reel import's command line.
 type importFlags struct {
-	out, format, api, model    string
-	maps                       []string
-	blockTokens, maxRows       int
-	timeScale                  float64
-	start, tokenizer, recorder string
-	noStream                   bool
+	out, format, api, model string
+	maps                    []string
+	blockTokens, maxRows    int
+	timeScale               float64
+	tokenizer, recorder     string
+	start                   timeValue
+	noStream                bool
 }
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f importFlags
 	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, importUsage); fs.PrintDefaults() }
+	fs.Usage = usageFunc(fs, importUsage)
 	fs.StringVar(&f.out, "out", "", "dataset directory to write (required)")
 	fs.StringVar(&f.format, "format", "", "trace format: mooncake, azure, burstgpt, csv or jsonl (default: detected)")
 	fs.StringSliceVar(&f.maps, "map", nil, "KEY=COLUMN for csv/jsonl traces: time, unit (s, ms, us, ns, unix, unix_ms, datetime), input, output, hash_ids, model, session (repeatable)")
@@ -71,12 +73,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.model, "model", "", "model name in every request (default: the trace's model column, else "+trace.DefaultModel+")")
 	fs.IntVar(&f.blockTokens, "block-size", trace.DefaultBlockTokens, "prompt tokens one hash id covers")
 	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply the gaps between arrivals (0.5: twice as fast)")
-	fs.StringVar(&f.start, "start", "", "arrival time of the first request, RFC 3339 (default: the trace's own for absolute traces, else "+trace.DefaultStart.Format("2006-01-02T15:04:05Z")+")")
+	fs.Var(&f.start, "start", "arrival time of the first request, RFC 3339 (default: the trace's own for absolute traces, else "+trace.DefaultStart.Format("2006-01-02T15:04:05Z")+")")
 	fs.StringVar(&f.tokenizer, "tokenizer", recorder.DefaultTokenizer, "BPE vocabulary prompts are exact under: o200k_base or cl100k_base")
 	fs.BoolVar(&f.noStream, "no-stream", false, "requests without \"stream\": true")
 	fs.StringVar(&f.recorder, "recorder-id", "trace", "recorder id in file names and every row")
 	fs.IntVar(&f.maxRows, "max-rows", 0, "import at most this many rows (0: all)")
-	if helped, err := parseFlags(fs, args, "reel import TRACE --out DIR"); helped || err != nil {
+	if helped, err := parseFlags(fs, args, "reel import TRACE --out DIR", stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -94,7 +96,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: fmt.Sprintf("--api %q: want chat or completions", f.api), hint: "reel import TRACE --out DIR --api completions"}
 	}
 	var err error
-	if opts.Start, err = parseAnalysisTime("--start", f.start); err != nil {
+	if opts.Start, err = f.start.resolve("--start", time.Now(), "now"); err != nil {
 		return &usageError{msg: err.Error(), hint: "reel import TRACE --out DIR --start 2026-03-04T14:00:00Z"}
 	}
 	if opts.Tokenizer, err = recorder.NewTokenizer(f.tokenizer); err != nil {

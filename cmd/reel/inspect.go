@@ -71,11 +71,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	perFile := fs.Bool("files", false, "also list every file")
 	skipBad := fs.Bool("skip-bad", false, "report unreadable files and go on (default: fail on the first)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, inspectUsage)
-		fs.PrintDefaults()
-	}
-	if helped, err := parseFlags(fs, args, "reel inspect ./capture"); helped || err != nil {
+	fs.Usage = usageFunc(fs, inspectUsage)
+	if helped, err := parseFlags(fs, args, "reel inspect ./capture", stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

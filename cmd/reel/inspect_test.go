@@ -29,7 +29,7 @@ func writeInspectDataset(t *testing.T, dir string, n int) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

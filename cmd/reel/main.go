@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/reelkit/reel/formats"
 )
 
 // command is one subcommand: its one-line summary and its entry point.
@@ -31,12 +33,22 @@ var commands = map[string]command{
 	"replay":  {"replay a recorded window against a shadow target, on the original clock", runReplay},
 	"inspect": {"summarise a dataset: files, rows, time range, bytes", runInspect},
 	"stats":   {"describe recorded traffic: arrivals, sizes, frames that stand out and why", runStats},
-	"report":  {"SPEC §6 metrics of results or a recording: text, --json, --html", runReport},
+	"report":  {"latency, throughput and SLO metrics of results or a recording (docs/metrics.md): text, --json, --html", runReport},
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
 	"import":  {"turn a trace (Mooncake, Azure, BurstGPT, CSV/JSONL) into a dataset with synthesized prompts", runImport},
 	"export":  {"write a recording as Mooncake, AIPerf or vLLM trace JSONL", runExport},
 }
+
+// Exit codes, documented in README "Using reel in CI".
+const (
+	exitOK      = 0 // success; compare: no rule tripped, every --expect held
+	exitFailure = 1 // an operation failed; compare/report: a rule tripped or an expectation was not met
+	exitUsage   = 2 // misuse: bad flags or arguments (stderr says why, with a hint)
+	// exitNoMeasurement: reel replay ran but measured nothing a pipeline can
+	// trust: no request completed, or the error share passed --max-error-rate.
+	exitNoMeasurement = 3
+)
 
 // exitError carries a specific exit code (compare --fail-on uses 1 for a
 // regression) without printing anything more.
@@ -63,9 +75,31 @@ func main() {
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if version != "" {
+		formats.Version = version // files say what the binary says
+	}
+	if len(args) == 0 {
 		printUsage(stdout)
 		return 0
+	}
+	switch args[0] {
+	case "-h", "--help":
+		printUsage(stdout)
+		return 0
+	case "-v", "--version":
+		fmt.Fprintln(stdout, readBuildVersion())
+		return 0
+	case "help":
+		if len(args) == 1 {
+			printUsage(stdout)
+			return 0
+		}
+		if _, ok := commands[args[1]]; !ok {
+			fmt.Fprintf(stderr, "reel help: unknown command %q\n", args[1])
+			printUsage(stderr)
+			return 2
+		}
+		args = []string{args[1], "--help"}
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -90,9 +124,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if ue.hint != "" {
 			fmt.Fprintf(stderr, "try: %s\n", ue.hint)
 		}
-		return 2
+		return exitUsage
 	}
-	return 1
+	return exitFailure
 }
 
 func printUsage(w io.Writer) {
@@ -106,18 +140,41 @@ func printUsage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "\nrun 'reel COMMAND --help' for a command's flags and examples.")
+	fmt.Fprintln(w, "\nrun 'reel help COMMAND' (or 'reel COMMAND --help') for a command's flags and examples;")
+	fmt.Fprintln(w, "'reel --version' for the version. Metric definitions: docs/metrics.md.")
 }
 
 // parseFlags parses args into fs. helped is true when the user asked for
-// --help (pflag has already printed the usage); any other parse failure
-// comes back as a usageError carrying hint.
-func parseFlags(fs *pflag.FlagSet, args []string, hint string) (helped bool, err error) {
-	if err := fs.Parse(args); err != nil {
+// --help: the usage (fs.Usage, which must print to fs.Output()) then goes
+// to stdout, as asked-for output. Any other parse failure comes back as a
+// usageError carrying hint, for stderr and exit code 2.
+func parseFlags(fs *pflag.FlagSet, args []string, hint string, stdout io.Writer) (helped bool, err error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // pflag calls it on --help; printed below, to stdout
+	err = fs.Parse(args)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			out := fs.Output()
+			fs.SetOutput(stdout)
+			if usage != nil {
+				usage()
+			} else {
+				fs.PrintDefaults()
+			}
+			fs.SetOutput(out)
 			return true, nil
 		}
 		return false, &usageError{msg: err.Error(), hint: hint}
 	}
 	return false, nil
+}
+
+// usageFunc prints a command's usage text and its flags to the flag set's
+// output (stdout for --help, see parseFlags).
+func usageFunc(fs *pflag.FlagSet, text string) func() {
+	return func() {
+		fmt.Fprint(fs.Output(), text)
+		fs.PrintDefaults()
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -104,7 +103,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f recordFlags
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
+	fs.Usage = usageFunc(fs, recordUsage)
 	fs.StringVar(&f.out, "out", "", "dataset directory (required)")
 	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "proxy listen address (HTTP/1.1 and h2c)")
@@ -130,7 +129,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
-	if helped, err := parseFlags(fs, args, "reel record --help"); helped || err != nil {
+	if helped, err := parseFlags(fs, args, "reel record --help", stdout); helped || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -198,7 +197,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer func() {
-			if err := run.Close(); err != nil {
+			if err := run.Close(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintf(stderr, "reel record: %v\n", err)
 			}
 		}()
@@ -375,27 +374,14 @@ func serveRecordMetrics(addr string, reg *prometheus.Registry, stderr io.Writer)
 	return func() { srv.Close() }, nil
 }
 
-var recordSizeRE = regexp.MustCompile(`(?i)^(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?$`)
-
-// parseRecordSize parses a byte size: 1048576, 512KiB, 128MiB, 1GB, 1.5G.
-// Binary (KiB) and decimal (KB) units are both accepted; K/M/G alone are
-// binary.
+// parseRecordSize parses a byte size as sizeValue does (flags.go), as a
+// usage error naming the flag.
 func parseRecordSize(flag, s string) (int64, error) {
-	m := recordSizeRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, &usageError{msg: fmt.Sprintf("%s %q: want a size like 1048576, 512KiB or 128MiB", flag, s), hint: "reel record " + flag + " 128MiB"}
+	n, err := parseSize(s) // flags.go: the one size parser (sizeValue)
+	if err != nil {
+		return 0, &usageError{msg: fmt.Sprintf("%s: %v", flag, err), hint: "reel record " + flag + " 128MiB"}
 	}
-	n, _ := strconv.ParseFloat(m[1], 64)
-	unit := strings.ToUpper(m[2])
-	mult := 1.0
-	if unit != "" && unit != "B" {
-		base := 1024.0
-		if strings.HasSuffix(unit, "B") && !strings.Contains(unit, "I") {
-			base = 1000
-		}
-		mult = map[byte]float64{'K': base, 'M': base * base, 'G': base * base * base, 'T': base * base * base * base}[unit[0]]
-	}
-	return int64(n * mult), nil
+	return n, nil
 }
 
 // defaultRecorderID is the host name, made safe for file names.

@@ -144,7 +144,7 @@ func recordPcap(ctx context.Context, env *recordEnv, f *recordFlags) error {
 			break
 		}
 	}
-	e.Close()
+	e.Finish()
 	printCaptureStats(env.stderr, e.Stats().Snapshot())
 	return readErr
 }

@@ -49,11 +49,8 @@ func runRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "with --explain: print JSON")
 	recorder := fs.String("recorder", "redact", "recorder id in the new files' names and metadata (rows keep their own)")
 	skipBad := fs.Bool("skip-bad", false, "skip unreadable input files with a warning (default: fail)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, redactUsage)
-		fs.PrintDefaults()
-	}
-	if helped, err := parseFlags(fs, args, "reel redact --help"); helped || err != nil {
+	fs.Usage = usageFunc(fs, redactUsage)
+	if helped, err := parseFlags(fs, args, "reel redact --help", stdout); helped || err != nil {
 		return err
 	}
 	// Misuse is reported before the key is read, so it is not buried
@@ -141,7 +138,7 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 	var n, failed int64
 	for {
 		if err := ctx.Err(); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return err
 		}
 		x, err := rd.Next()
@@ -149,7 +146,7 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 			break
 		}
 		if err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("read input: %w", err)
 		}
 		r.RedactExchange(x)
@@ -157,12 +154,12 @@ func redactDataset(ctx context.Context, r *redact.Redactor, in []string, out, re
 			failed++
 		}
 		if err := w.Write(x); err != nil {
-			w.Close()
+			w.Close(context.Background())
 			return fmt.Errorf("write output: %w", err)
 		}
 		n++
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		return fmt.Errorf("close output: %w", err)
 	}
 	fmt.Fprintf(stdout, "redacted %d exchanges from %d files into %s (%d with a redaction error, stored empty)\npolicy: %s\n", n, len(files), out, failed, r.Fingerprint())

@@ -42,7 +42,7 @@ func writeRawDataset(t *testing.T, dir string) int {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return len(corpus)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +27,16 @@ const replayUsage = `usage: reel replay DATASET... --target URL --out DIR [flags
 Re-sends a recorded window to a shadow target on the original clock (request i
 is due at start + (ts_i − ts_0)/speed), open loop, and writes one result/1 row
 per request to DIR. Progress goes to stderr, the summary to stdout.
+
+A run is a measurement only when requests completed: reel replay exits 3
+when none did, or when more than --max-error-rate of them failed, and
+names the top causes with an example message each. Each run writes into a
+directory of its own: an --out that holds another run's results is refused
+(--append adds to that run); the shards of one run share --out and a run
+id, and reel report merges them. Metric definitions: docs/metrics.md.
+
+exit codes: 0 measured, 1 the run failed (dataset, results), 2 misuse,
+3 not a measurement.
 
 Examples:
   # rerun last Wednesday's 14:00 incident, 5 s frames, one frame at a time
@@ -57,78 +66,94 @@ Flags:
 
 // replayFlags holds reel replay's command line.
 type replayFlags struct {
-	target, out, runID                  string
-	from, to, frames, startAt           string
-	frame, exclude, timeout, stepPause  time.Duration
-	paths, models, methods, matchHeader []string
-	promptTokens                        string
-	sample                              float64
-	loop, warmup, maxInflight, workers  int
-	speed, slo                          string
-	shard, shardFromEnv                 string
-	shards                              int
-	conn                                string
-	headers, headersFromEnv             []string
-	forward                             []string
-	pinOutput, includeUsage, allowHost  bool
-	ignoreEOS                           bool
-	insecure, step, skipBad, quiet      bool
-	scrape                              scrapeFlags // --scrape (scrape.go)
+	target, out, runID                 string
+	from, to, startAt                  timeValue
+	frames                             string
+	frame, exclude, timeout, stepPause time.Duration
+	filter                             analysis.Filter // --path, --model, --prompt-tokens
+	methods, matchHeader               []string
+	sample                             float64
+	loop, warmup, maxInflight, workers int
+	speeds                             []float64
+	slo                                analysis.SLO
+	sloText                            string
+	shard                              replayer.Shard
+	shardFromEnv                       string
+	shards                             int
+	conn                               string
+	headers                            http.Header
+	headersFromEnv                     []string
+	forward                            []string
+	pinOutput, includeUsage, allowHost bool
+	ignoreEOS                          bool
+	insecure, step, skipBad, quiet     bool
+	appendRun                          bool
+	maxErrorRate                       float64
+	scrape                             scrapeFlags // --scrape (scrape.go)
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f replayFlags
+	f := replayFlags{headers: http.Header{}}
 	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
+	fs.Usage = usageFunc(fs, replayUsage)
 	fs.StringVar(&f.target, "target", "", "shadow base URL (required)")
 	fs.StringVar(&f.out, "out", "", "results directory (required)")
-	fs.StringVar(&f.runID, "run-id", "", "run id written in every row (default: time-based)")
-	fs.StringVar(&f.from, "from", "", "window start on the recording's clock (RFC 3339)")
-	fs.StringVar(&f.to, "to", "", "window end, exclusive (RFC 3339)")
+	fs.StringVar(&f.runID, "run-id", "", "run id written in every row (default: time-based; shards of one run derive a shared one from --start-at and the selection)")
+	fs.BoolVar(&f.appendRun, "append", false, "add these results to the run already in --out (default: refuse an --out holding another run's results)")
+	fs.Var(&f.from, "from", "window start on the recording's clock (RFC 3339, or -DURATION before now)")
+	fs.Var(&f.to, "to", "window end, exclusive (RFC 3339, or +DURATION after --from)")
 	fs.DurationVar(&f.frame, "frame", replayer.DefaultFrame, "frame length; frames are aligned to it on the wall clock")
-	fs.StringVar(&f.frames, "frames", "", "frames A:B (inclusive): indexes from the window's first frame, or RFC 3339 / HH:MM:SS times")
-	fs.StringSliceVar(&f.paths, "path", nil, "replay only these paths (prefix, or glob with *) (repeatable)")
-	fs.StringSliceVar(&f.models, "model", nil, "replay only these models (repeatable)")
-	fs.StringSliceVar(&f.methods, "method", nil, "replay only these methods (repeatable)")
+	fs.StringVar(&f.frames, "frames", "", "frames A..B (inclusive): indexes from the window's first frame (12..20; 12:20 also works), or times (14:00:05..14:01:00, RFC 3339)")
+	registerRequestFilter(fs, &f.filter, "replay only")
+	fs.Var(newListValue(nil, &f.methods, true), "method", "replay only these methods (repeatable)")
 	fs.StringArrayVar(&f.matchHeader, "match-header", nil, "replay only exchanges whose recorded header matches 'Name: value' (repeatable)")
-	fs.StringVar(&f.promptTokens, "prompt-tokens", "", "replay only prompts of MIN:MAX tokens (either may be empty)")
-	fs.Float64Var(&f.sample, "sample", 1, "replay this fraction of sessions (or exchanges), deterministically")
+	fs.Var(newFractionValue(1, &f.sample), "sample", "replay this fraction of sessions (or exchanges), deterministically")
 	fs.IntVar(&f.loop, "loop", 1, "replay the window this many times back to back")
-	fs.StringVar(&f.speed, "speed", "1", "time compression; a list (1,1.5,2) runs a sweep and reports the highest meeting --slo")
-	fs.StringVar(&f.slo, "slo", "", "SLO bounds, e.g. ttft=300ms,tpot=50ms,e2e=5s (required with a speed list)")
+	fs.Var(newFloatListValue([]float64{1}, &f.speeds), "speed", "time compression; a list (1,1.5,2) runs a sweep and reports the highest meeting --slo")
+	fs.Var(sloValue{&f.slo, &f.sloText}, "slo", "SLO bounds, e.g. ttft=300ms,tpot=50ms,e2e=5s (required with a speed list; docs/metrics.md)")
 	fs.IntVar(&f.warmup, "warmup", 0, "send this many requests drawn from the window before the clock starts")
 	fs.DurationVar(&f.exclude, "exclude-first", 0, "leave the first span of the run out of the summaries")
 	fs.IntVar(&f.maxInflight, "max-inflight", 0, "cap on requests in flight (0: none); held-back requests wait in lag")
 	fs.StringVar(&f.conn, "conn", string(replayer.ConnPooled), "connections: pooled (a tuned pool) or recorded (one per recorded connection)")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "per-request timeout from its send (0: none)")
-	fs.StringArrayVar(&f.headers, "header", nil, "header for the shadow, 'Name: value' (repeatable)")
+	fs.DurationVar(&f.timeout, "timeout", replayer.DefaultRequestTimeout, "per-request timeout from its send (0: none)")
+	fs.Var(newHeaderValue(f.headers), "header", "header for the shadow, 'Name: value' (repeatable; 'Host: name' sets the virtual host; '' clears)")
 	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
-	fs.StringSliceVar(&f.forward, "forward-header", replayer.DefaultForwardHeaders, "recorded headers to replay; credentials are never replayed")
+	fs.Var(newListValue(replayer.DefaultForwardHeaders, &f.forward, true), "forward-header", "recorded headers to replay, added to the defaults ('' clears them); credentials are never replayed")
 	fs.BoolVar(&f.pinOutput, "pin-output", false, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses)")
-	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it); default: when --pin-output and the target says it is vLLM, SGLang or the simulator")
 	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
-	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host appears in the recording (production!)")
+	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host (or its addresses) appears in the recording as a host or upstream (production!)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
-	fs.StringVar(&f.shard, "shard", "", "replay share i/n of the connections (0-based)")
+	fs.Var(shardValue{&f.shard}, "shard", "replay share i/n of the connections (0-based)")
 	fs.IntVar(&f.shards, "shards", 0, "shard count, with --shard-from-env")
 	fs.StringVar(&f.shardFromEnv, "shard-from-env", "", "read the shard index from this variable (JOB_COMPLETION_INDEX)")
-	fs.StringVar(&f.startAt, "start-at", "", "start the clock at this wall-clock time (RFC 3339), shared by all shards")
+	fs.Var(&f.startAt, "start-at", "start the clock at this wall-clock time (RFC 3339, or +DURATION from now), shared by all shards")
 	fs.BoolVar(&f.step, "step", false, "replay one frame at a time: summary, then wait for Enter (q to quit)")
 	fs.DurationVar(&f.stepPause, "step-pause", 0, "with --step, pause this long between frames instead of waiting for Enter")
-	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read (warned) instead of failing")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read or have corrupt pages (warned) instead of failing")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	fs.Float64Var(&f.maxErrorRate, "max-error-rate", replayer.DefaultMaxErrorRate, "exit 3 (not a measurement) when more than this share of requests fails (1: never); a run where no request completed always exits 3")
 	f.scrape.register(fs, "the shadow's")
 	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that delays a send only while the replayer itself is CPU-bound); for >10k req/s of short requests on a small machine")
-	if helped, err := parseFlags(fs, args, "reel replay --help"); helped || err != nil {
+	if helped, err := parseFlags(fs, args, "reel replay --help", stdout); helped || err != nil {
 		return err
 	}
 	const hint = "reel replay DATASET --target http://shadow:8000 --out results"
 	if fs.NArg() == 0 {
 		return &usageError{msg: "no dataset given", hint: hint}
 	}
-	if f.target == "" || f.out == "" {
+	switch {
+	case f.target == "" && f.out == "":
 		return &usageError{msg: "--target and --out are required", hint: hint}
+	case f.target == "":
+		return &usageError{msg: "--target is required: the shadow to replay against", hint: hint}
+	case f.out == "":
+		return &usageError{msg: "--out is required: a directory for this run's results", hint: hint}
+	}
+	paths := fs.Args()
+	if _, err := formats.ListFiles(paths); err != nil {
+		return fmt.Errorf("open dataset: %w", err)
 	}
 	if err := f.scrape.check(hint); err != nil {
 		return err
@@ -158,14 +183,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !f.quiet {
 		opts.Progress = stderr
-		opts.Live = replayIsTerminal(stderr)
+		opts.Live = isTerminal(stderr)
 	}
 	if f.step {
 		opts.StepWait = replayStepWait(f.stepPause, os.Stdin, stderr)
 	}
 
-	paths := fs.Args()
 	noteRedactionSchemes("reel replay", paths, stderr)
+	explicitID := opts.RunID != ""
+	if !explicitID {
+		opts.RunID = replayer.DefaultRunID(opts, paths, speeds)
+	}
+	if opts.RunID, err = replayer.CheckResultsDir(f.out, opts.RunID, explicitID, opts.Selection.Shard, f.appendRun); err != nil {
+		return &usageError{msg: err.Error(), hint: hint + "/" + opts.RunID}
+	}
 	open := replayer.OpenDataset(paths, formats.ReaderOptions{SkipBad: f.skipBad,
 		Warn: func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
 	plan, err := replayer.NewPlan(ctx, open, opts)
@@ -181,22 +212,26 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "replay %s: %d exchanges %s → %s (shard %s) to %s\n", plan.RunID(), plan.Exchanges(),
 			first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), opts.Selection.Shard, redactedURL(opts.Target))
 	}
+	tallies := map[float64]*replayer.TallySink{}
 	newSink := func(speed float64) (replayer.Sink, error) {
-		dir, metricsDir := f.out, formats.MetricsDir(f.out)
-		if len(speeds) > 1 {
-			// One result set per speed, as a Hive partition, so a query
-			// engine sees a speed column; their metrics stay outside the tree.
-			part := "speed=" + strconv.FormatFloat(speed, 'g', -1, 64)
-			dir, metricsDir = filepath.Join(f.out, part), filepath.Join(metricsDir, part)
-		}
+		dir, metricsDir := replayer.ResultDirs(f.out, speed, len(speeds) > 1)
+		name := replayer.WriterName(opts.Selection.Shard)
 		w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
-			Dir: dir, Recorder: replayWriterName(opts.Selection.Shard), Source: "replay:" + plan.RunID(),
-			Meta: replayMeta(&f, opts, speed, paths),
+			Dir: dir, Recorder: name, Source: "replay:" + plan.RunID(),
+			Meta: replayer.ResultMeta(opts, speed, paths),
 		})
 		if err != nil {
 			return nil, err
 		}
-		return f.scrape.withScrape(ctx, w, metricsDir, replayWriterName(opts.Selection.Shard), stderr)
+		tally := &replayer.TallySink{Sink: w}
+		tallies[speed] = tally
+		return f.scrape.withScrape(ctx, tally, metricsDir, name, stderr)
+	}
+	measured := func(rep *replayer.Report) error {
+		if rep == nil || rep.Summary == nil {
+			return nil
+		}
+		return replayer.CheckMeasured(rep.Summary, tallies[rep.Speed].Causes(), f.maxErrorRate)
 	}
 	if len(speeds) == 1 {
 		sink, err := newSink(speeds[0])
@@ -205,14 +240,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		rep, runErr := plan.Run(ctx, sink, speeds[0])
 		var closeErr error
-		if c, ok := sink.(io.Closer); ok {
-			closeErr = c.Close()
+		if c, ok := sink.(ctxCloser); ok {
+			closeErr = c.Close(context.WithoutCancel(ctx))
 		}
 		if rep != nil && rep.Summary != nil {
 			if f.scrape.enabled() && closeErr == nil {
 				attachSignals(ctx, []string{f.out}, rep.Summary, nil, formats.ReaderOptions{}, stderr)
 			}
-			writeReplayReport(stdout, rep)
+			writeReplayReport(stdout, rep, tallies[rep.Speed].Causes())
 		}
 		if runErr != nil {
 			return runErr
@@ -220,13 +255,32 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if closeErr != nil {
 			return fmt.Errorf("close results: %w", closeErr)
 		}
+		if err := measured(rep); err != nil && !rep.Stopped {
+			return &exitError{code: exitNoMeasurement, msg: "reel replay: " + err.Error()}
+		}
 		return nil
 	}
 	sr, err := plan.Sweep(ctx, speeds, newSink)
 	if sr != nil {
 		writeReplaySweep(stdout, sr, opts.Analysis.SLO)
 	}
-	return err
+	if err != nil || sr == nil {
+		return err
+	}
+	// A sweep measured something when one of its speeds did: overload at
+	// the higher speeds is the sweep's finding, not a broken run.
+	var firstErr error
+	for _, rep := range sr.Runs {
+		if err := measured(rep); err == nil {
+			return nil
+		} else if firstErr == nil {
+			firstErr = fmt.Errorf("speed %g: %w", rep.Speed, err)
+		}
+	}
+	if firstErr != nil {
+		return &exitError{code: exitNoMeasurement, msg: "reel replay: no speed of the sweep is a measurement; " + firstErr.Error()}
+	}
+	return nil
 }
 
 // replayOptions turns the flags into replayer options and the speed list;
@@ -242,19 +296,14 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	}
 	o.Target = u
 	sel := &o.Selection
-	for _, s := range []struct {
-		flag string
-		v    string
-		t    *time.Time
-	}{{"--from", f.from, &sel.From}, {"--to", f.to, &sel.To}, {"--start-at", f.startAt, &o.StartAt}} {
-		if s.v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, s.v)
-		if err != nil {
-			return o, nil, bad("%s %q: want an RFC 3339 time such as 2026-11-25T14:00:00Z", s.flag, s.v)
-		}
-		*s.t = t.UTC()
+	if sel.From, err = f.from.resolve("--from", time.Now(), "now"); err != nil {
+		return o, nil, bad("%v", err)
+	}
+	if sel.To, err = f.to.resolve("--to", sel.From, "--from"); err != nil {
+		return o, nil, bad("%v", err)
+	}
+	if o.StartAt, err = f.startAt.resolve("--start-at", time.Now(), "now"); err != nil {
+		return o, nil, bad("%v", err)
 	}
 	if !sel.To.IsZero() && !sel.To.After(sel.From) {
 		return o, nil, bad("--to must come after --from")
@@ -270,7 +319,9 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		}
 		sel.Frames = fr
 	}
-	sel.Paths, sel.Models, sel.Methods = f.paths, f.models, f.methods
+	sel.Paths, sel.Models = f.filter.Paths, f.filter.Models
+	sel.MinPromptTokens, sel.MaxPromptTokens = f.filter.MinPromptTokens, f.filter.MaxPromptTokens
+	sel.Methods = f.methods
 	for _, h := range f.matchHeader {
 		m, err := replayer.ParseHeaderMatch(h)
 		if err != nil {
@@ -278,28 +329,12 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		}
 		sel.Headers = append(sel.Headers, m)
 	}
-	if f.promptTokens != "" {
-		lo, hi, ok := strings.Cut(f.promptTokens, ":")
-		a, errA := replayAtoi32(lo)
-		b, errB := replayAtoi32(hi)
-		if !ok || errA != nil || errB != nil || (b > 0 && b < a) {
-			return o, nil, bad("--prompt-tokens %q: want MIN:MAX, e.g. 2000: or :512", f.promptTokens)
-		}
-		sel.MinPromptTokens, sel.MaxPromptTokens = a, b
-	}
-	if f.sample <= 0 || f.sample > 1 {
-		return o, nil, bad("--sample %v: want a fraction in (0, 1]", f.sample)
-	}
 	sel.Sample = f.sample
 	switch {
-	case f.shard != "" && f.shardFromEnv != "":
+	case f.shard.Count > 1 && f.shardFromEnv != "":
 		return o, nil, bad("give --shard or --shard-from-env, not both")
-	case f.shard != "":
-		s, err := replayer.ParseShard(f.shard)
-		if err != nil {
-			return o, nil, bad("--shard: %v", err)
-		}
-		sel.Shard = s
+	case f.shard.Count > 1:
+		sel.Shard = f.shard
 	case f.shardFromEnv != "":
 		v, ok := env(f.shardFromEnv)
 		if !ok {
@@ -318,21 +353,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		return o, nil, bad("--loop must be ≥ 1, --warmup and --max-inflight ≥ 0")
 	}
 	o.Loop, o.Warmup, o.MaxInflight, o.Workers = f.loop, f.warmup, f.maxInflight, f.workers
-	var speeds []float64
-	for _, s := range strings.Split(f.speed, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || v <= 0 {
-			return o, nil, bad("--speed %q: want positive numbers, e.g. 2 or 1,1.5,2", f.speed)
-		}
-		speeds = append(speeds, v)
-	}
-	if f.slo != "" {
-		slo, err := analysis.ParseSLO(f.slo)
-		if err != nil {
-			return o, nil, bad("--slo: %v", err)
-		}
-		o.Analysis.SLO = slo
-	}
+	o.Analysis.SLO = f.slo
 	o.ExcludeFirst = f.exclude
 	switch replayer.ConnMode(f.conn) {
 	case replayer.ConnPooled, replayer.ConnRecorded:
@@ -344,13 +365,9 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	if f.insecure {
 		o.TLS = &tls.Config{InsecureSkipVerify: true}
 	}
-	o.Headers = http.Header{}
-	for _, h := range f.headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return o, nil, bad("--header %q: want 'Name: value'", h)
-		}
-		o.Headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	o.Headers = f.headers.Clone()
+	if o.Headers == nil {
+		o.Headers = http.Header{}
 	}
 	for _, h := range f.headersFromEnv {
 		k, name, ok := strings.Cut(h, "=")
@@ -364,22 +381,13 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		o.Headers.Add(k, v)
 	}
 	o.ForwardHeaders = f.forward
+	if o.ForwardHeaders == nil {
+		o.ForwardHeaders = []string{} // cleared: replay no recorded header
+	}
 	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
-	return o, speeds, nil
-}
-
-func replayAtoi32(s string) (int32, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("bad count %q", s)
-	}
-	return int32(n), nil
+	return o, f.speeds, nil
 }
 
 // replayStepWait pauses between frames: a fixed pause, or a line on in
@@ -421,56 +429,13 @@ func replayStepWait(pause time.Duration, in io.Reader, stderr io.Writer) func(co
 	}
 }
 
-func replayIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// replayWriterName names result files by shard.
-func replayWriterName(s replayer.Shard) string {
-	if s.Count > 1 {
-		return fmt.Sprintf("replay-shard-%d-of-%d", s.Index, s.Count)
-	}
-	return "replay"
-}
-
 // redactedURL drops any user info from a URL before it is printed or stored.
 func redactedURL(u *url.URL) string { return redact.CleanURL(u.String()) }
 
-// replayMeta is the run's parameters, stored in every result file.
-func replayMeta(f *replayFlags, o replayer.Options, speed float64, paths []string) map[string]string {
-	m := map[string]string{
-		"run_id":  o.RunID,
-		"speed":   strconv.FormatFloat(speed, 'g', -1, 64),
-		"target":  redactedURL(o.Target),
-		"shard":   o.Selection.Shard.String(),
-		"dataset": strings.Join(paths, ","),
-		"frame":   o.Selection.Frame.String(),
-		"conn":    string(o.Conn),
-		"loop":    strconv.Itoa(o.Loop),
-	}
-	for k, v := range map[string]string{"from": f.from, "to": f.to, "frames": f.frames, "start_at": f.startAt, "slo": f.slo} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	m["sample"] = strconv.FormatFloat(f.sample, 'g', -1, 64)
-	m["max_inflight"] = strconv.Itoa(f.maxInflight)
-	m["warmup"] = strconv.Itoa(f.warmup)
-	m["exclude_first"] = f.exclude.String()
-	m["filters"] = strings.Join(append(append(append([]string{}, f.paths...), f.models...), f.methods...), ",")
-	m["pin_output"] = strconv.FormatBool(f.pinOutput)
-	m["include_usage"] = strconv.FormatBool(f.includeUsage)
-	return m
-}
-
-// writeReplayReport prints the run's own figures, then the analysis summary
-// (the same text reel report prints).
-func writeReplayReport(w io.Writer, r *replayer.Report) {
+// writeReplayReport prints the run's own figures, the top causes of its
+// failed requests, then the analysis summary (the same text reel report
+// prints).
+func writeReplayReport(w io.Writer, r *replayer.Report, causes *analysis.Causes) {
 	fmt.Fprintf(w, "run %s  speed %g  shard %s  sent %d", r.RunID, r.Speed, r.Shard, r.Sent)
 	if r.HeldBack > 0 {
 		fmt.Fprintf(w, "  held back by --max-inflight %d", r.HeldBack)
@@ -485,6 +450,12 @@ func writeReplayReport(w io.Writer, r *replayer.Report) {
 		fmt.Fprint(w, "  (stopped)")
 	}
 	fmt.Fprintln(w)
+	if causes != nil && causes.Failed() > 0 {
+		fmt.Fprintf(w, "failed requests by cause (%d in all):\n", causes.Failed())
+		for _, c := range causes.Top(5) {
+			fmt.Fprintf(w, "  %6d  %s\n          e.g. %s\n", c.Count, c.Name, c.Example)
+		}
+	}
 	r.Summary.WriteText(w)
 }
 

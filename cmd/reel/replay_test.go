@@ -61,7 +61,7 @@ func writeReplayDataset(t *testing.T, dir, host string, span time.Duration) int 
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -141,7 +141,9 @@ func TestReplayCommandErrors(t *testing.T) {
 		{"recorded host", []string{data, "--target", "http://127.0.0.1:9", "--out", t.TempDir()}, "--allow-recorded-host", true},
 		{"bad dataset", []string{garbage, "--target", "http://shadow.test:9", "--out", t.TempDir()}, "x.parquet", false},
 		{"missing dataset", []string{filepath.Join(t.TempDir(), "none"), "--target", "http://shadow.test:9", "--out", t.TempDir()}, "none", false},
-		{"no target", []string{data, "--out", t.TempDir()}, "--target and --out are required", true},
+		{"no target", []string{data, "--out", t.TempDir()}, "--target is required", true},
+		{"no out", []string{data, "--target", "http://shadow.test:9"}, "--out is required", true},
+		{"missing dataset, no out", []string{filepath.Join(t.TempDir(), "none"), "--target", "http://shadow.test:9"}, "--out is required", true},
 		{"sweep without slo", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--speed", "1,2"}, "needs --slo", true},
 		{"bad frames", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--frames", "x:y"}, "--frames", true},
 		{"shard env unset", []string{data, "--target", "http://shadow.test:9", "--out", t.TempDir(), "--shards", "4", "--shard-from-env", "REEL_TEST_UNSET_INDEX"}, "not set", true},
@@ -162,11 +164,17 @@ func TestReplayCommandErrors(t *testing.T) {
 	t.Run("unreachable target", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		err := runReplay(context.Background(), []string{data, "--target", "http://127.0.0.1:1", "--out", t.TempDir(), "--allow-recorded-host", "--speed", "100"}, &stdout, &stderr)
-		if err != nil {
-			t.Fatalf("an unreachable target is data, not a failed run: %v", err)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitNoMeasurement {
+			t.Fatalf("a run where every request failed is not a measurement (exit 3): %v", err)
 		}
-		if !strings.Contains(stdout.String(), "connection") {
-			t.Errorf("summary does not show the connection errors:\n%s", stdout.String())
+		for _, want := range []string{"none of", "completed", "connection", "refused"} {
+			if !strings.Contains(ee.msg, want) {
+				t.Errorf("message lacks %q: %s", want, ee.msg)
+			}
+		}
+		if !strings.Contains(stdout.String(), "failed requests by cause") || !strings.Contains(stdout.String(), "e.g. ") {
+			t.Errorf("summary does not name the causes:\n%s", stdout.String())
 		}
 	})
 }

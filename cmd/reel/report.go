@@ -9,7 +9,8 @@ import (
 
 const reportUsage = `usage: reel report RESULTS... [flags]
 
-Compute the SPEC §6 metrics of replay results (or of a recording): exact
+Compute the metrics of replay results (or of a recording), as defined in
+docs/metrics.md: exact
 quantiles of E2E (from send and from schedule), TTFB, TTFT, TTST, TPOT, ITL
 and lag; error classes; throughput; concurrency; goodput and window
 compliance under --slo; per frame, route, model, prompt-length bucket and
@@ -36,7 +37,7 @@ var reportCommand = analysisCommand{
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	r, err := reportCommand.run(ctx, args, stderr)
+	r, err := reportCommand.run(ctx, args, stdout, stderr)
 	if r == nil || err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func (f *scrapeFlags) start(ctx context.Context, dir, name string, stderr io.Wri
 	}
 	s, err := scrape.Start(ctx, w, scrape.Options{Targets: f.urls, Every: f.every, Timeout: f.timeout, Series: f.series})
 	if err != nil {
-		w.Close()
+		w.Close(context.Background())
 		return nil, &usageError{msg: err.Error(), hint: "--scrape http://shadow:8000/metrics"}
 	}
 	return &scrapeRun{s: s, w: w, stderr: stderr}, nil
@@ -72,14 +72,22 @@ func (f *scrapeFlags) start(ctx context.Context, dir, name string, stderr io.Wri
 
 // Close stops scraping, reports the counts (failures by reason) on stderr
 // and closes the metrics files.
-func (r *scrapeRun) Close() error {
-	st := r.s.Close()
-	st.WriteText(r.stderr)
-	if err := r.w.Close(); err != nil {
+func (r *scrapeRun) Close(ctx context.Context) error {
+	scrapeErr := r.s.Close(ctx)
+	r.s.Stats().WriteText(r.stderr)
+	if scrapeErr != nil {
+		r.w.Close(ctx)
+		return scrapeErr
+	}
+	if err := r.w.Close(ctx); err != nil {
 		return fmt.Errorf("close metrics: %w", err)
 	}
 	return nil
 }
+
+// ctxCloser is a sink that closes under the Close convention (formats'
+// package comment); *formats.Writer is one.
+type ctxCloser interface{ Close(context.Context) error }
 
 // scrapedSink is a replay's result sink that also stops the scraper
 // running beside it when the run's results are closed.
@@ -88,10 +96,11 @@ type scrapedSink struct {
 	run *scrapeRun
 }
 
-func (s *scrapedSink) Close() error {
-	err := s.run.Close()
-	if c, ok := s.Sink.(io.Closer); ok {
-		err = errors.Join(err, c.Close())
+// Close stops the scraper, then closes the results.
+func (s *scrapedSink) Close(ctx context.Context) error {
+	err := s.run.Close(ctx)
+	if c, ok := s.Sink.(ctxCloser); ok {
+		err = errors.Join(err, c.Close(ctx))
 	}
 	return err
 }
@@ -103,8 +112,8 @@ func (f *scrapeFlags) withScrape(ctx context.Context, sink replayer.Sink, dir, n
 	}
 	run, err := f.start(ctx, dir, "scrape-"+name, stderr)
 	if err != nil {
-		if c, ok := sink.(io.Closer); ok {
-			c.Close()
+		if c, ok := sink.(ctxCloser); ok {
+			c.Close(context.Background())
 		}
 		return nil, err
 	}

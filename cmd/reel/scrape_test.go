@@ -66,7 +66,7 @@ func writeIncidentDataset(t *testing.T, dir string, span time.Duration) int {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -82,7 +82,7 @@ func startSim(t *testing.T) *cluster.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { srv.Close(context.Background()) })
 	return srv
 }
 

@@ -140,7 +140,7 @@ func writeShardDataset(t *testing.T, dir string) time.Time {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return t0

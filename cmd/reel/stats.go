@@ -51,7 +51,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			registerSessions(fs, &sessions, "group requests into sessions: off, recorded (the session column) or infer (turns that carry an earlier answer)")
 		},
 	}
-	r, err := statsCommand.run(ctx, args, stderr)
+	r, err := statsCommand.run(ctx, args, stdout, stderr)
 	if r == nil || err != nil {
 		return err
 	}

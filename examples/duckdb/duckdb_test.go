@@ -40,7 +40,7 @@ func writeExchanges(t *testing.T, dir string, n int) []float64 {
 		}
 		durs = append(durs, float64(d)/1e6)
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return durs
@@ -77,7 +77,7 @@ func TestDuckDBReadsExchanges(t *testing.T) {
 	if err := open.Write(&x); err != nil {
 		t.Fatal(err)
 	}
-	defer open.Close()
+	defer open.Close(context.Background())
 
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -150,7 +150,7 @@ func TestDuckDBReadsResults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("duckdb", "")

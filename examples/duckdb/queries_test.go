@@ -515,7 +515,7 @@ func TestSchemaDocTables(t *testing.T) {
 	if err := w.Write(&r); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("duckdb", "")

@@ -51,7 +51,7 @@ func writeYesterday(t *testing.T, dir string) string {
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return day.Format("2006-01-02")

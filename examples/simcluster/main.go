@@ -184,7 +184,7 @@ func generateTraffic(ctx context.Context, co cluster.Options, to traffic.Options
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		defer srv.Close(context.Background())
 		to.Target = srv.URL
 		fmt.Fprintf(stdout, "simcluster: in-process cluster on %s (time scale %g, long-prompt queue %s)\n", srv.URL, srv.Cluster.Options().TimeScale, lane(srv.Cluster.Options()))
 	}

@@ -86,7 +86,7 @@ func startScrape(ctx context.Context, dir, name, url string, every time.Duration
 	}
 	s, err := scrape.Start(ctx, w, scrape.Options{Targets: []string{url}, Every: every})
 	if err != nil {
-		w.Close()
+		w.Close(context.Background())
 		return nil, fmt.Errorf("start scraper: %w", err)
 	}
 	return &scraping{s: s, w: w}, nil
@@ -94,8 +94,9 @@ func startScrape(ctx context.Context, dir, name, url string, every time.Duration
 
 // stop ends the scrape and closes its files.
 func (sc *scraping) stop() (scrape.Stats, error) {
-	st := sc.s.Close()
-	if err := sc.w.Close(); err != nil {
+	sc.s.Close(context.Background())
+	st := sc.s.Stats()
+	if err := sc.w.Close(context.Background()); err != nil {
 		return st, fmt.Errorf("close metrics: %w", err)
 	}
 	return st, nil

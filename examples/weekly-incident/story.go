@@ -100,7 +100,7 @@ func (s *story) record(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start production simulator: %w", err)
 	}
-	defer prod.Close()
+	defer prod.Close(context.Background())
 	o := prod.Cluster.Options()
 	nb.say("simcluster on %s: vLLM-like continuous batching, 8B model on one A100-40GB", prod.URL)
 	nb.say("(decode step %s + %s/sequence, prefill %.0f tok/s, %d-token step budget, KV %d tokens,",
@@ -427,13 +427,13 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 	if err != nil {
 		return fmt.Errorf("start %s shadow: %w", name, err)
 	}
-	defer shadow.Close()
+	defer shadow.Close(context.Background())
 	target, err := url.Parse(shadow.URL)
 	if err != nil {
 		return fmt.Errorf("shadow url: %w", err)
 	}
 	open := replayer.OpenDataset([]string{s.recDir}, formats.ReaderOptions{})
-	plan, err := replayer.NewPlan(ctx, open, replayer.Options{
+	ropts := replayer.Options{
 		Target:    target,
 		Selection: replayer.Selection{From: f.ReplayFrom, To: f.ReplayTo, Frame: cfg.Frame},
 		Timeout:   2 * time.Minute, RunID: name,
@@ -441,19 +441,21 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 		// recorded-host guard would refuse 127.0.0.1.
 		AllowRecordedHost: true,
 		Analysis:          s.analysisOptions(),
-	})
+	}
+	plan, err := replayer.NewPlan(ctx, open, ropts)
 	if err != nil {
 		return fmt.Errorf("plan %s replay: %w", name, err)
 	}
 	sink, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
-		Dir: dir, Recorder: "replay", Source: "replay:" + name, Meta: map[string]string{"run_id": name, "target": shadow.URL},
+		Dir: dir, Recorder: replayer.WriterName(ropts.Selection.Shard), Source: "replay:" + name,
+		Meta: replayer.ResultMeta(ropts, 1, []string{s.recDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("open %s results: %w", name, err)
 	}
 	sc, err := startScrape(ctx, dir, name, shadow.URL+"/metrics", cfg.ScrapeEvery)
 	if err != nil {
-		sink.Close()
+		sink.Close(context.Background())
 		return err
 	}
 	first, last := plan.Span()
@@ -467,7 +469,7 @@ func (s *story) replay(ctx context.Context, name, dir string, opts cluster.Optio
 	if _, serr := sc.stop(); err == nil && serr != nil {
 		err = serr
 	}
-	if cerr := sink.Close(); err == nil && cerr != nil {
+	if cerr := sink.Close(context.Background()); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s results: %w", name, cerr)
 	}
 	if err != nil {

@@ -138,7 +138,7 @@ const DefaultMaxLine = 16 << 20
 // Options configure Import. A Recorder (or Emit) is required; the zero
 // value of every other field works.
 type Options struct {
-	Mapping Mapping
+	Mapping Mapping // which log field holds what (default: nginx's variable names)
 	// Recorder builds the exchanges and takes each one (Recorder.Record:
 	// filter, sampling, queue; build it with Options.Wait for an import).
 	// Required unless Emit is set.
@@ -156,11 +156,14 @@ type Options struct {
 
 // LineError is a line that could not be imported.
 type LineError struct {
-	Line int // 1-based line number
-	Err  error
+	Line int   // 1-based line number
+	Err  error // what was wrong with it
 }
 
+// Error names the line and what was wrong with it.
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns the line's error (ErrNoTime, ErrLineTooBig, a JSON error).
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Report summarises an import.

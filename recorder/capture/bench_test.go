@@ -57,7 +57,7 @@ func generate(tb testing.TB, conns, per int, sse bool) ([]byte, int) {
 		}
 	}
 	for i := range flows {
-		packets = append(packets, flows[i].c.Close(flows[i].at.Add(time.Millisecond))...)
+		packets = append(packets, flows[i].c.Fin(flows[i].at.Add(time.Millisecond))...)
 	}
 	var buf bytes.Buffer
 	if err := capturetest.WritePcapng(&buf, capturetest.Ethernet, packets); err != nil {
@@ -96,7 +96,7 @@ func BenchmarkImport(b *testing.B) {
 				if err := capture.ReadFile(context.Background(), bytes.NewReader(data), e); err != nil {
 					b.Fatal(err)
 				}
-				e.Close()
+				e.Finish()
 				if got != n {
 					b.Fatalf("%d complete exchanges, want %d", got, n)
 				}

@@ -34,6 +34,7 @@ const (
 // completely; Reason is one of the Reason constants.
 type IncompleteError struct{ Reason string }
 
+// Error is the exchange's error column: "incomplete: REASON".
 func (e *IncompleteError) Error() string { return "incomplete: " + e.Reason }
 
 // pending is one exchange on a connection, from its request's head (or the

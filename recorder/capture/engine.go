@@ -225,9 +225,11 @@ func (e *Engine) Flush(now time.Time) {
 	e.tcp.FlushWithOptions(reassembly.FlushOptions{T: now.Add(-e.opts.GapTimeout), TC: now.Add(-e.opts.IdleTimeout)})
 }
 
-// Close flushes everything still buffered and ends every connection; their
-// unfinished exchanges are recorded incomplete.
-func (e *Engine) Close() {
+// Finish flushes everything still buffered and ends every connection; their
+// unfinished exchanges are recorded incomplete. Feed no packets after it.
+// (An Engine holds no goroutines or files, so it has no Close; see the
+// Close convention in package formats.)
+func (e *Engine) Finish() {
 	e.tcp.FlushAll()
 }
 

@@ -32,7 +32,7 @@ func (s *memSink) Write(x *formats.Exchange) error {
 	s.mu.Unlock()
 	return nil
 }
-func (s *memSink) Close() error { return nil }
+func (s *memSink) Close(context.Context) error { return nil }
 
 // comparable is the part of an exchange that must not depend on whether it
 // was recorded by the proxy or by passive capture of the proxy's upstream

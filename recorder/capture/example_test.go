@@ -35,6 +35,6 @@ func ExampleReadFile() {
 	if err := capture.ReadFile(context.Background(), &file, e); err != nil {
 		panic(err)
 	}
-	e.Close()
+	e.Finish()
 	// Output: GET /v1/models 200 3ms true
 }

@@ -44,13 +44,13 @@ func FuzzReadFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, _ := fuzzEngine(t)
 		_ = capture.ReadFile(context.Background(), bytes.NewReader(data), e)
-		e.Close()
+		e.Finish()
 	})
 }
 
 // FuzzPackets: arbitrary frames (the fuzzer mutates real TCP segments of
 // an HTTP conversation: flags, sequence numbers, payloads) fed to the engine
-// never panic and leave no connection state behind after Close.
+// never panic and leave no connection state behind after Finish.
 func FuzzPackets(f *testing.F) {
 	var seed []byte
 	for _, p := range keepAlive(capturetest.NewConn(client, server)) {
@@ -72,7 +72,7 @@ func FuzzPackets(f *testing.F) {
 			e.Packet(capture.LinkEthernet, data[:n], gopacket.CaptureInfo{Timestamp: ts, CaptureLength: n, Length: n})
 			data = data[n:]
 		}
-		e.Close()
+		e.Finish()
 		snap := e.Stats().Snapshot()
 		if snap.Packets == 0 && snap.Exchanges > 0 {
 			t.Fatal("exchanges without packets")

@@ -56,7 +56,7 @@ func importPath(t *testing.T, path string) ([]*formats.Exchange, capture.Snapsho
 	if err := capture.ReadFile(context.Background(), f, e); err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}
-	e.Close()
+	e.Finish()
 	return got, e.Stats().Snapshot()
 }
 
@@ -163,7 +163,7 @@ func keepAlive(c *capturetest.Conn) []capturetest.Packet {
 		c.Send(false, t0.Add(ms(5)), response(200, `{"ok":true}`)),
 		c.Send(true, t0.Add(ms(10)), request("GET", "/health", "")),
 		c.Send(false, t0.Add(ms(12)), response(200, `ok`)),
-		c.Close(t0.Add(ms(20))),
+		c.Fin(t0.Add(ms(20))),
 	)
 }
 
@@ -190,7 +190,7 @@ func TestImportScenarios(t *testing.T) {
 				c.Send(true, t0.Add(ms(1)), both),
 				c.Send(false, t0.Add(ms(3)), response(200, "A")),
 				c.Send(false, t0.Add(ms(7)), response(201, "BB")),
-				c.Close(t0.Add(ms(9))))
+				c.Fin(t0.Add(ms(9))))
 		}, []want{
 			{method: "GET", path: "/a", status: 200, start: ms(1), ttfb: ms(2), duration: ms(2), respBody: "A", complete: true},
 			{method: "POST", path: "/b", status: 201, connSeq: 1, start: ms(1), ttfb: ms(6), duration: ms(6),
@@ -202,7 +202,7 @@ func TestImportScenarios(t *testing.T) {
 				c.Send(false, t0.Add(ms(2)), []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")),
 				c.Send(false, t0.Add(ms(4)), chunk("hello ")),
 				c.Send(false, t0.Add(ms(6)), append(chunk("world"), "0\r\n\r\n"...)),
-				c.Close(t0.Add(ms(8))))
+				c.Fin(t0.Add(ms(8))))
 		}, []want{
 			{method: "POST", path: "/v1/completions", status: 200, start: ms(1), ttfb: ms(1), duration: ms(5),
 				reqBody: chatReq, respBody: "hello world", complete: true},
@@ -215,7 +215,7 @@ func TestImportScenarios(t *testing.T) {
 				ps = append(ps, c.Send(false, t0.Add(ms(at)), chunk("data: "+sseBody(i)+"\n\n"))...)
 			}
 			ps = append(ps, c.Send(false, t0.Add(ms(40)), append(chunk("data: [DONE]\n\n"), "0\r\n\r\n"...))...)
-			return append(ps, c.Close(t0.Add(ms(41)))...)
+			return append(ps, c.Fin(t0.Add(ms(41)))...)
 		}, []want{
 			{method: "POST", path: "/v1/chat/completions", status: 200, start: ms(1), ttfb: ms(1), duration: ms(39),
 				reqBody: chatReq, respBody: "-", respBytes: int64(3*len("data: "+sseBody(0)+"\n\n") + len("data: [DONE]\n\n")),
@@ -238,7 +238,7 @@ func TestImportScenarios(t *testing.T) {
 			b3 := c.Send(false, t0.Add(ms(5)), []byte(body[20:]))
 			// b3 arrives before b2: the body completes when b2 arrives, at 6ms.
 			b2[0].Time = t0.Add(ms(6))
-			return cat(ps, hdr, b1, b3, b2, c.Close(t0.Add(ms(7))))
+			return cat(ps, hdr, b1, b3, b2, c.Fin(t0.Add(ms(7))))
 		}, []want{
 			{method: "GET", path: "/r", status: 200, start: ms(1), ttfb: ms(1), duration: ms(5),
 				respBody: "0123456789abcdefghijKLMNOPQRST", complete: true},
@@ -254,7 +254,7 @@ func TestImportScenarios(t *testing.T) {
 			return cat(ps, segs,
 				c.Send(true, t0.Add(ms(10)), request("GET", "/after", "")),
 				c.Send(false, t0.Add(ms(11)), response(200, "fine")),
-				c.Close(t0.Add(ms(12))))
+				c.Fin(t0.Add(ms(12))))
 		}, []want{
 			{method: "GET", path: "/lost", status: 200, start: ms(1), ttfb: ms(1), duration: ms(2),
 				respBody: strings.Repeat("x", 150), respBytes: 250, err: "incomplete: gap"},
@@ -272,7 +272,7 @@ func TestImportScenarios(t *testing.T) {
 				}
 				ps = append(ps, resp...)
 			}
-			return append(ps, c.Close(t0.Add(ms(60)))...)
+			return append(ps, c.Fin(t0.Add(ms(60)))...)
 		}, []want{
 			{method: "GET", path: "/k0", status: 200, start: ms(10), ttfb: ms(1), duration: ms(1), respBody: "body0", complete: true},
 			// No response seen: no TTFB; the duration runs to when the loss was detected.
@@ -293,7 +293,7 @@ func TestImportScenarios(t *testing.T) {
 		{"closed before response", func(c *capturetest.Conn) []capturetest.Packet {
 			return cat(c.Handshake(t0),
 				c.Send(true, t0.Add(ms(1)), request("GET", "/slow", "")),
-				c.Close(t0.Add(ms(30))))
+				c.Fin(t0.Add(ms(30))))
 		}, []want{
 			{method: "GET", path: "/slow", start: ms(1), err: "incomplete: no_response"},
 		}},
@@ -307,7 +307,7 @@ func TestImportScenarios(t *testing.T) {
 				c.Send(false, t0.Add(ms(6)), []byte("HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n")),
 				c.Send(true, t0.Add(ms(7)), request("GET", "/next", "")),
 				c.Send(false, t0.Add(ms(8)), response(200, "n")),
-				c.Close(t0.Add(ms(9))))
+				c.Fin(t0.Add(ms(9))))
 		}, []want{
 			// TTFB is the final response's first byte, not the interim 100's.
 			{method: "POST", path: "/up", status: 204, start: ms(1), ttfb: ms(3), duration: ms(3), reqBody: "abc", complete: true},
@@ -321,7 +321,7 @@ func TestImportScenarios(t *testing.T) {
 				c.Send(false, t0.Add(ms(2)), response(200, `{"first":"response body"}`)),
 				c.Send(true, t0.Add(ms(3)), request("GET", "/second", "")),
 				c.Send(false, t0.Add(ms(4)), response(200, "2")),
-				c.Close(t0.Add(ms(5))))
+				c.Fin(t0.Add(ms(5))))
 			// Drop the handshake and the first three segments of each side.
 			var out []capturetest.Packet
 			nc, ns := 0, 0
@@ -450,7 +450,7 @@ func TestImportRejectsGarbage(t *testing.T) {
 		var got []*formats.Exchange
 		e, _ := capture.NewEngine(capture.Options{Ports: []uint16{8000}, Emit: func(x *formats.Exchange) { got = append(got, x) }})
 		err := capture.ReadFile(context.Background(), bytes.NewReader(data), e)
-		e.Close()
+		e.Finish()
 		if err == nil || !strings.Contains(err.Error(), "cut short") {
 			t.Fatalf("err = %v, want a cut-short error", err)
 		}
@@ -477,7 +477,7 @@ func TestImportLossRealigns(t *testing.T) {
 			ps = append(ps, resp...)
 		}
 	}
-	ps = append(ps, c.Close(t0.Add(ms(80)))...)
+	ps = append(ps, c.Fin(t0.Add(ms(80)))...)
 	got, _ := importPackets(t, capturetest.Ethernet, ps)
 	var complete []string
 	for _, x := range got {
@@ -516,7 +516,7 @@ func TestCollector(t *testing.T) {
 		data := capturetest.Frame(capturetest.Ethernet, p)
 		e.Packet(capture.LinkEthernet, data, gopacket.CaptureInfo{Timestamp: p.Time, CaptureLength: len(data), Length: len(data)})
 	}
-	e.Close()
+	e.Finish()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e.Stats().Collector())
 	mfs, err := reg.Gather()
@@ -557,7 +557,7 @@ func TestImportMaxBody(t *testing.T) {
 	got, _ := importPackets(t, capturetest.Ethernet, cat(c.Handshake(t0),
 		c.Send(true, t0.Add(ms(1)), request("POST", "/up", big)),
 		c.Send(false, t0.Add(ms(5)), response(200, strings.Repeat("b", 9000))),
-		c.Close(t0.Add(ms(6)))))
+		c.Fin(t0.Add(ms(6)))))
 	if len(got) != 1 {
 		t.Fatalf("%d exchanges", len(got))
 	}

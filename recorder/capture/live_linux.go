@@ -64,13 +64,13 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			readStats()
-			e.Close()
+			e.Finish()
 			return err
 		}
 		wait := min(time.Until(nextTick), ringPollWait)
 		if _, err := r.readBlock(wait, feed); err != nil {
 			readStats()
-			e.Close()
+			e.Finish()
 			return err
 		}
 		if now := time.Now(); !now.Before(nextTick) {

@@ -16,7 +16,7 @@ import (
 type discardSink struct{ n int }
 
 func (s *discardSink) Write(*formats.Exchange) error { s.n++; return nil }
-func (s *discardSink) Close() error                  { return nil }
+func (s *discardSink) Close(context.Context) error   { return nil }
 
 // chunkedBody returns one piece per Read, as a streaming upstream does.
 type chunkedBody struct {

@@ -42,7 +42,7 @@ func (s *memSink) Write(x *formats.Exchange) error {
 	return nil
 }
 
-func (s *memSink) Close() error { return nil }
+func (s *memSink) Close(context.Context) error { return nil }
 
 // rig is a proxy in front of an upstream handler, with its recorder.
 type rig struct {

@@ -29,7 +29,7 @@ func (s *Sink) Write(x *formats.Exchange) error {
 }
 
 // Close marks the sink closed.
-func (s *Sink) Close() error {
+func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

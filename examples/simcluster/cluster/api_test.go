@@ -484,7 +484,7 @@ func TestStopEndsStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := make(chan error, 1)
-	go func() { closed <- srv.Close() }()
+	go func() { closed <- srv.Close(context.Background()) }()
 	rest, err := io.ReadAll(br)
 	if err != nil {
 		t.Errorf("read the rest of the stream: %v", err)

@@ -23,7 +23,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer srv.Close()
+			defer srv.Close(context.Background())
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, DisableCompression: true}}
 			body := fmt.Sprintf(`{"prompt":"hi","max_tokens":%d,"ignore_eos":true,"stream":true}`, tokens)
 			// Simulated duration of one round: 100 decode steps of the full

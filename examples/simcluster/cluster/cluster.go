@@ -330,11 +330,16 @@ func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the server and waits for it to finish.
-func (s *Server) Close() error {
+// Close stops the server and waits for it to finish, or returns ctx's
+// error when ctx ends first (the server then stops in the background).
+func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
-	<-s.done
-	return s.err
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return fmt.Errorf("close simcluster: %w", ctx.Err())
+	}
 }
 
 // Wait blocks until the server stops (its ctx ended or Close was called).

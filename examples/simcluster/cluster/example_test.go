@@ -19,7 +19,7 @@ func ExampleStart() {
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Close()
+	defer srv.Close(context.Background())
 	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(
 		`{"messages":[{"role":"user","content":"hello"}],"max_tokens":5,"ignore_eos":true}`))
 	if err != nil {

@@ -37,7 +37,7 @@ func ExampleRun() {
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Close()
+	defer srv.Close(context.Background())
 	sum, err := traffic.Run(ctx, traffic.Options{Target: srv.URL, Speed: 20, Duration: 2 * time.Second, Seed: 3})
 	if err != nil {
 		panic(err)

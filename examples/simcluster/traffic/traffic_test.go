@@ -254,7 +254,7 @@ func TestRunAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer srv.Close(context.Background())
 	rows := loadTrace(t)
 	var mu sync.Mutex
 	var results []*Result

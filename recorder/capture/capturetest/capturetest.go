@@ -82,8 +82,9 @@ func (c *Conn) Send(fromClient bool, at time.Time, payload []byte) []Packet {
 	return out
 }
 
-// Close returns a FIN from each side at at (client first).
-func (c *Conn) Close(at time.Time) []Packet {
+// Fin returns a FIN from each side at at (client first): the connection's
+// orderly end.
+func (c *Conn) Fin(at time.Time) []Packet {
 	out := []Packet{c.segment(true, at, nil, flags{fin: true, ack: true})}
 	c.cseq++
 	out = append(out, c.segment(false, at.Add(10*time.Microsecond), nil, flags{fin: true, ack: true}))
