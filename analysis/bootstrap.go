@@ -35,7 +35,7 @@ func colSample(a *Analyzer, col int) sortedSample {
 	var cum int64
 	d.sk.each(func(v, c int64) {
 		cum += c
-		s.keys = append(s.keys, v)
+		s.keys = append(s.keys, min(max(v, d.min), d.max))
 		s.cum = append(s.cum, cum)
 	})
 	return s

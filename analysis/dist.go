@@ -20,7 +20,7 @@ type dist struct {
 
 	n        int64
 	mean, m2 float64 // Welford's running mean and sum of squared deviations
-	max      int64
+	min, max int64
 }
 
 // exactBudget bounds the values an Analyzer's distributions hold exactly.
@@ -41,6 +41,9 @@ func (d *dist) add(b *exactBudget, v int64) {
 	d.n++
 	if d.n == 1 || v > d.max {
 		d.max = v
+	}
+	if d.n == 1 || v < d.min {
+		d.min = v
 	}
 	delta := float64(v) - d.mean
 	d.mean += delta / float64(d.n)
@@ -102,10 +105,11 @@ func (d *dist) sort() {
 }
 
 // at returns the value of rank r (0-based, ascending): exact, or the
-// sketch's estimate.
+// sketch's estimate (within the exact minimum and maximum, which can only
+// bring it closer).
 func (d *dist) at(r int64) int64 {
 	if d.sk != nil {
-		return d.sk.at(r)
+		return min(max(d.sk.at(r), d.min), d.max)
 	}
 	d.sort()
 	return d.vals[r]
@@ -221,6 +225,9 @@ func merged(ds ...*dist) *dist {
 func (out *dist) mergeStats(d *dist) {
 	if out.n == 0 || d.max > out.max {
 		out.max = d.max
+	}
+	if out.n == 0 || d.min < out.min {
+		out.min = d.min
 	}
 	n := out.n + d.n
 	delta := d.mean - out.mean

@@ -59,7 +59,7 @@ func rank(p float64, n int) int {
 func summarize(vals []int64) Quantiles {
 	d := dist{vals: vals, n: int64(len(vals))}
 	if len(vals) > 0 {
-		d.max = slices.Max(vals)
+		d.min, d.max = slices.Min(vals), slices.Max(vals)
 	}
 	return d.quantiles()
 }

@@ -240,3 +240,33 @@ func TestStatsMemoryFlat(t *testing.T) {
 		t.Errorf("requests %d, rel_err %g", s.Summary.Requests, s.Summary.E2E.RelErr)
 	}
 }
+
+// TestCompareFromSketches: intervals of sketched runs (no values held) give
+// the verdict the exact runs give, with deltas within the bound.
+func TestCompareFromSketches(t *testing.T) {
+	rules, err := ParseRules("p99>+10%,ttft.p50>+50%,e2e.p50>+5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := analysistest.Run(1, 30_000, 1), analysistest.Run(2, 30_000, 1.3)
+	var verdicts []Verdict
+	var p99s []Delta
+	for _, exact := range []int{0, -1} {
+		a, b := New(Options{ExactValues: exact}), New(Options{ExactValues: exact})
+		for i := range ra {
+			a.AddResult(ra[i])
+			b.AddResult(rb[i])
+		}
+		c := Compare(a, b, CompareOptions{Resamples: 200, Seed: 5})
+		verdicts = append(verdicts, c.Judge(rules))
+		d, _ := c.Metric("e2e.p99")
+		p99s = append(p99s, d)
+	}
+	if verdicts[0].Failed != verdicts[1].Failed || len(verdicts[0].Tripped) != len(verdicts[1].Tripped) {
+		t.Errorf("exact verdict %q, sketched %q", verdicts[0].Line, verdicts[1].Line)
+	}
+	e, s := p99s[0], p99s[1]
+	if !within(int64(s.B), int64(e.B)) || !within(int64(s.A), int64(e.A)) || !s.HasCI || s.Significant != e.Significant {
+		t.Errorf("e2e.p99 exact %+v, sketched %+v", e, s)
+	}
+}

@@ -298,13 +298,13 @@ func errRate(f *Frame) float64 {
 func (st *Stats) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	s := st.Summary
-	ew.printf("%d requests, %.2f req/s; inter-arrival p50 %s p99 %s, CV %.2f (%s)\n", s.Requests, st.ArrivalRate,
+	ew.printf("%d requests, %.2f req/s; %sinter-arrival p50 %s p99 %s, CV %.2f (%s)\n", s.Requests, st.ArrivalRate, markIf(st.InterArrival.RelErr),
 		fmtDur(st.InterArrival.P50), fmtDur(st.InterArrival.P99), st.InterArrivalCV, burstiness(st.InterArrivalCV))
 	if st.BodyBytes.N > 0 {
-		ew.printf("request body bytes: p50 %d p90 %d p99 %d max %d mean %.0f\n", st.BodyBytes.P50, st.BodyBytes.P90, st.BodyBytes.P99, st.BodyBytes.Max, st.BodyBytes.Mean)
+		ew.printf("%srequest body bytes: p50 %d p90 %d p99 %d max %d mean %.0f\n", markIf(st.BodyBytes.RelErr), st.BodyBytes.P50, st.BodyBytes.P90, st.BodyBytes.P99, st.BodyBytes.Max, st.BodyBytes.Mean)
 	}
 	if st.PromptTokens.N > 0 {
-		ew.printf("prompt tokens: p50 %d p90 %d p99 %d max %d mean %.0f (long: ≥ %d)\n", st.PromptTokens.P50, st.PromptTokens.P90, st.PromptTokens.P99, st.PromptTokens.Max, st.PromptTokens.Mean, s.LongPrompt)
+		ew.printf("%sprompt tokens: p50 %d p90 %d p99 %d max %d mean %.0f (long: ≥ %d)\n", markIf(st.PromptTokens.RelErr), st.PromptTokens.P50, st.PromptTokens.P90, st.PromptTokens.P99, st.PromptTokens.Max, st.PromptTokens.Mean, s.LongPrompt)
 	}
 	if st.Sessions != nil {
 		if err := st.Sessions.WriteText(w); err != nil {
@@ -350,6 +350,14 @@ func writeCorrelations(ew *errWriter, tail string, cs []Correlation) {
 		}
 	}
 	ew.printf("\n")
+}
+
+// markIf returns the sketch mark for a sketched distribution.
+func markIf(relErr float64) string {
+	if relErr > 0 {
+		return sketchMark
+	}
+	return ""
 }
 
 func burstiness(cv float64) string {

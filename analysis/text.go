@@ -79,6 +79,9 @@ func WriteFrameLine(w io.Writer, f *Frame) error {
 const quantileHeader = "metric\tn\tp50\tp90\tp95\tp99\tp99.9\tmax\tmean\tstd\t"
 
 func quantileRow(name string, q Quantiles) string {
+	if q.RelErr > 0 {
+		name = sketchMark + name
+	}
 	if q.N == 0 {
 		return name + "\t0\t-\t-\t-\t-\t-\t-\t-\t-\t"
 	}
@@ -127,6 +130,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, quantileRow(r.Name, r.Q))
 	}
 	tw.Flush()
+	if line := s.exactness(); line != "" {
+		ew.printf("%s\n", line)
+	}
 	ew.printf("\nthroughput: %.2f req/s, %.2f completed/s, %.1f output tokens/s (peak 1-s %.0f)\n",
 		s.RequestRate, s.Throughput, s.OutputTokenRate, s.PeakOutputTokenRate)
 	ew.printf("concurrency: %.2f mean (ΣE2E ÷ duration), %d peak in flight\n", s.Concurrency, s.PeakInFlight)
@@ -162,6 +168,43 @@ func (s *Summary) WriteText(w io.Writer) error {
 	ew.printf("\nframes (%s each):\n", s.Frame)
 	writeFrameTable(ew, s.Frames)
 	return ew.err
+}
+
+// sketchMark marks a sketched metric in the quantile table.
+const sketchMark = "≈"
+
+// exactness says which quantiles carry an error bound; empty when every
+// one is exact.
+func (s *Summary) exactness() string {
+	var run []string
+	for _, r := range s.metricRows() {
+		if r.Q.RelErr > 0 {
+			run = append(run, r.Name)
+		}
+	}
+	frames, sketchedFrames := 0, 0
+	for _, f := range s.Frames {
+		if f.Requests > 0 {
+			frames++
+			if f.E2E.RelErr > 0 || f.TTFT.RelErr > 0 || f.TPOT.RelErr > 0 || f.Lag.RelErr > 0 || f.E2ESched.RelErr > 0 {
+				sketchedFrames++
+			}
+		}
+	}
+	groups, sketchedGroups := 0, 0
+	for _, gs := range [][]Group{s.Routes, s.Models, s.PromptBuckets, s.StatusClasses} {
+		for _, g := range gs {
+			groups++
+			if g.E2E.RelErr > 0 || g.TTFT.RelErr > 0 || g.TPOT.RelErr > 0 {
+				sketchedGroups++
+			}
+		}
+	}
+	if len(run) == 0 && sketchedFrames == 0 && sketchedGroups == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s quantiles are from sketches, within ±%g %% of the exact value (more values than the analysis keeps exactly): %s; %d of %d frames; %d of %d groups. The others are exact.",
+		sketchMark, 100*SketchRelErr, orDash(strings.Join(run, ", ")), sketchedFrames, frames, sketchedGroups, groups)
 }
 
 func writeGroups(w io.Writer, title string, groups []Group) {

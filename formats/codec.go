@@ -15,7 +15,7 @@ import (
 // times cheaper than JSON for exchanges with bodies, which matters because
 // every record is encoded on the writer's hot path. codecVersion goes into the
 // spool header; bump it with any change here.
-const codecVersion = 2 // 2: turn_key, parent_turn_key, session_delay_ns
+const codecVersion = 3 // 2: turn_key, parent_turn_key, session_delay_ns; 3: cached_tokens
 
 var errCodec = errors.New("malformed spooled record")
 
@@ -100,6 +100,7 @@ func appendExchange(b []byte, x *Exchange) []byte {
 	b = appendString(b, x.RedactErr)
 	b = binary.AppendVarint(b, x.TurnKey)
 	b = binary.AppendVarint(b, x.ParentTurnKey)
+	b = appendOptInt32(b, x.CachedTokens)
 	return b
 }
 
@@ -154,6 +155,7 @@ func (d *decoder) exchange(x *Exchange) {
 	x.RedactErr = d.string()
 	x.TurnKey = d.varint()
 	x.ParentTurnKey = d.varint()
+	x.CachedTokens = d.optInt32()
 }
 
 func appendResult(b []byte, r *Result) []byte {
@@ -185,6 +187,7 @@ func appendResult(b []byte, r *Result) []byte {
 	b = appendString(b, r.Model)
 	b = binary.AppendVarint(b, int64(r.PromptTokens))
 	b = binary.AppendVarint(b, r.SessionDelayNs)
+	b = appendOptInt32(b, r.CachedTokens)
 	return b
 }
 
@@ -217,6 +220,7 @@ func (d *decoder) result(r *Result) {
 	r.Model = d.string()
 	r.PromptTokens = d.int32()
 	r.SessionDelayNs = d.varint()
+	r.CachedTokens = d.optInt32()
 }
 
 func appendString(b []byte, s string) []byte {
@@ -231,6 +235,15 @@ func appendBytes(b []byte, p []byte) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(p))+1)
 	return append(b, p...)
+}
+
+// appendOptInt32 distinguishes nil from a value: 0 is nil, 1 then the
+// varint is a value.
+func appendOptInt32(b []byte, v *int32) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	return binary.AppendVarint(append(b, 1), int64(*v))
 }
 
 func appendBool(b []byte, v bool) []byte {
@@ -309,6 +322,18 @@ func (d *decoder) int32() int32 {
 		return 0
 	}
 	return int32(v)
+}
+
+func (d *decoder) optInt32() *int32 {
+	switch d.uvarint() {
+	case 0:
+		return nil
+	case 1:
+		v := d.int32()
+		return &v
+	}
+	d.bad = true
+	return nil
 }
 
 // count reads a length whose elements take at least elem bytes each.

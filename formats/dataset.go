@@ -241,6 +241,7 @@ func checkSchema(fi *FileInfo, want string) error {
 var AddedColumns = map[string]bool{
 	"turn_key": true, "parent_turn_key": true, // exchange/1: session links
 	"session_delay_ns": true, // result/1: replay --sessions
+	"cached_tokens":    true, // exchange/1 and result/1: prefix-cache reuse (optional: reads as NULL)
 }
 
 // checkColumns makes sure every column of T's schema is in the file with the

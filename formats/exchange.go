@@ -85,6 +85,10 @@ type Exchange struct {
 	// B.ParentTurnKey == A.TurnKey (see docs/schema.md and analysis.Linker).
 	TurnKey       int64 `parquet:"turn_key"`        // digest of the request's conversation followed by this exchange's answer
 	ParentTurnKey int64 `parquet:"parent_turn_key"` // digest of the request's conversation up to its last answered assistant message
+
+	// CachedTokens (added in a later exchange/1 version; optional, so NULL
+	// in older files and when the server did not say).
+	CachedTokens *int32 `parquet:"cached_tokens,optional"` // prompt tokens served from the server's prefix cache (usage); nil when not reported
 }
 
 // Time reports when the exchange started; it orders and partitions datasets.

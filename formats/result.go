@@ -42,6 +42,10 @@ type Result struct {
 	// waited for its predecessor's answer on the shadow (replay
 	// --sessions); 0 otherwise. LagNs is measured from that later due time.
 	SessionDelayNs int64 `parquet:"session_delay_ns"`
+
+	// CachedTokens (added in a later result/1 version; optional, so NULL
+	// in older files and when the shadow did not say).
+	CachedTokens *int32 `parquet:"cached_tokens,optional"` // shadow's prompt tokens served from its prefix cache (usage); nil when not reported
 }
 
 // Time reports the original timestamp of the replayed exchange; it orders and

@@ -147,6 +147,7 @@ func (s *shredder) exchange(x *Exchange) {
 	s.string(x.RedactErr)
 	s.int64(x.TurnKey)
 	s.int64(x.ParentTurnKey)
+	s.optInt32(x.CachedTokens)
 }
 
 func (s *shredder) result(r *Result) {
@@ -178,6 +179,7 @@ func (s *shredder) result(r *Result) {
 	s.string(r.Model)
 	s.int32(r.PromptTokens)
 	s.int64(r.SessionDelayNs)
+	s.optInt32(r.CachedTokens)
 }
 
 func (s *shredder) metric(m *Metric) {
@@ -193,6 +195,18 @@ func (s *shredder) metric(m *Metric) {
 func (s *shredder) put(v parquet.Value) {
 	s.vals[s.col] = append(s.vals[s.col], v)
 	s.col++
+}
+
+// optInt32 is an optional column: a value at definition level 1, or a null
+// at level 0.
+func (s *shredder) optInt32(v *int32) {
+	if v == nil {
+		s.put(parquet.NullValue())
+		return
+	}
+	v32 := parquet.Int32Value(*v)
+	v32.SetDefinitionLevel(1)
+	s.put(v32)
 }
 
 func (s *shredder) int64(v int64)   { s.put(parquet.Int64Value(v)) }

@@ -90,7 +90,7 @@ func shredMatches[T Record](t *testing.T, rows []T) {
 		t.Fatalf("read %d rows: %v", n, err)
 	}
 	for i := range rows {
-		if a, b := fmt.Sprint(normalize(rows[i])), fmt.Sprint(normalize(back[i])); a != b {
+		if a, b := showRow(normalize(rows[i])), showRow(normalize(back[i])); a != b {
 			t.Fatalf("row %d:\n got %s\nwant %s", i, b, a)
 		}
 	}
@@ -124,6 +124,26 @@ func normalize[T Record](r T) T {
 		}
 	}
 	return r
+}
+
+// showRow prints a row with its optional columns' values, not their
+// addresses.
+func showRow[T Record](r T) string {
+	v := reflect.ValueOf(r)
+	var b strings.Builder
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				b.WriteString(" <nil>")
+			} else {
+				fmt.Fprintf(&b, " &%v", f.Elem())
+			}
+			continue
+		}
+		fmt.Fprintf(&b, " %v", f)
+	}
+	return b.String()
 }
 
 func shredExchanges() []Exchange {
@@ -163,6 +183,9 @@ func shredExchanges() []Exchange {
 		case 4:
 			x.Ts = x.Ts.In(time.FixedZone("x", 3600))
 			x.Stream, x.Complete, x.ReqBodyTrunc = false, false, true
+		case 5:
+			cached := int32(i)
+			x.CachedTokens = &cached // reported; the other rows leave it NULL
 		}
 		rows = append(rows, x)
 	}

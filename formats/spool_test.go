@@ -374,6 +374,10 @@ func fillAll(v reflect.Value) {
 			f.Set(reflect.ValueOf(map[string]string{"k" + strconv.Itoa(i): "v"}))
 		case reflect.Struct: // time.Time
 			f.Set(reflect.ValueOf(time.Unix(1700000000+int64(i), 123456789).UTC()))
+		case reflect.Pointer: // optional column
+			p := reflect.New(f.Type().Elem())
+			p.Elem().SetInt(int64(-1000 - i))
+			f.Set(p)
 		default:
 			panic("fillAll: unhandled kind " + f.Kind().String())
 		}

@@ -308,6 +308,9 @@ func (r *Recording) Finish(end time.Time, complete bool) *formats.Exchange {
 			x.PromptTokens = int32(min(tl.Usage.PromptTokens, 1<<31-1))
 			x.PromptTokensSource = formats.TokensFromUsage
 		}
+		if tl.HasUsage {
+			x.CachedTokens = tl.Usage.CachedColumn()
+		}
 		if tl.Done && errors.Is(r.err, ErrClientAborted) {
 			// The client hung up after the stream's end marker, as many SSE
 			// clients do: nothing of the exchange was lost.

@@ -55,13 +55,16 @@ func EnrichWith(x *formats.Exchange, tc TokenCounter) {
 	// its wire size was cut at --max-body.
 	respTrunc := int64(len(x.RespBody)) < x.RespBodyBytes
 	if x.RespBody != nil && !respTrunc && looksJSON(x.RespContentType, x.RespBody) {
-		if u, ok := responseUsage(x.RespBody); ok {
+		if u, ok := sse.ResponseUsage(x.RespBody); ok {
 			if u.PromptTokens > 0 && x.PromptTokensSource != formats.TokensFromUsage {
 				x.PromptTokens = clamp32(u.PromptTokens)
 				x.PromptTokensSource = formats.TokensFromUsage
 			}
 			if u.CompletionTokens > 0 && x.OutputTokens == 0 {
 				x.OutputTokens = clamp32(u.CompletionTokens)
+			}
+			if u.HasCached && x.CachedTokens == nil {
+				x.CachedTokens = u.CachedColumn()
 			}
 		}
 	}
@@ -82,25 +85,6 @@ func EnrichWith(x *formats.Exchange, tc TokenCounter) {
 		x.PromptTokens = clamp32(max(x.ReqBodyBytes/4, 1))
 		x.PromptTokensSource = formats.TokensFromEstimate
 	}
-}
-
-// responseUsage reads the usage of a whole JSON response: OpenAI's
-// prompt_tokens / completion_tokens or the input_tokens / output_tokens of
-// Responses and Anthropic Messages.
-func responseUsage(body []byte) (sse.Usage, bool) {
-	var resp struct {
-		Usage *struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-			InputTokens      int64 `json:"input_tokens"`
-			OutputTokens     int64 `json:"output_tokens"`
-		} `json:"usage"`
-	}
-	if json.Unmarshal(body, &resp) != nil || resp.Usage == nil {
-		return sse.Usage{}, false
-	}
-	u := resp.Usage
-	return sse.Usage{PromptTokens: u.PromptTokens + u.InputTokens, CompletionTokens: u.CompletionTokens + u.OutputTokens}, true
 }
 
 func looksJSON(contentType string, body []byte) bool {

@@ -81,34 +81,40 @@ func TestEnrich(t *testing.T) {
 	tests := []struct {
 		name string
 		x    formats.Exchange
-		want string // model stream max prompt source output
+		want string // model stream max prompt source output cached
 	}{
 		{"chat", formats.Exchange{ReqContentType: "application/json",
 			ReqBody: []byte(`{"model":"gpt-4o","stream":true,"max_completion_tokens":256,"max_tokens":9,"messages":[{"role":"system","content":"` + strings.Repeat("a", 40) + `"},{"role":"user","content":"hi"}]}`)},
-			"gpt-4o true 256 17 estimate 0"},
+			"gpt-4o true 256 17 estimate 0 NULL"},
 		{"responses", formats.Exchange{Path: "/v1/responses", ReqBody: []byte(`{"model":"gpt-5","stream":true,"instructions":"Be brief.","input":"What is KV caching?","max_output_tokens":64}`)},
-			"gpt-5 true 64 19 estimate 0"},
+			"gpt-5 true 64 19 estimate 0 NULL"},
 		{"responses usage", formats.Exchange{Path: "/v1/responses", ReqBody: []byte(`{"model":"gpt-5","input":"hi"}`),
 			RespContentType: "application/json", RespBody: []byte(`{"object":"response","usage":{"input_tokens":9,"output_tokens":4}}`)},
-			"gpt-5 false 0 9 usage 4"},
+			"gpt-5 false 0 9 usage 4 NULL"},
 		{"anthropic", formats.Exchange{Path: "/v1/messages", ReqBody: []byte(`{"model":"claude-x","max_tokens":300,"system":"Be brief.","messages":[{"role":"user","content":"hi"}]}`),
 			RespContentType: "application/json", RespBody: []byte(`{"type":"message","usage":{"input_tokens":11,"output_tokens":5}}`)},
-			"claude-x false 300 11 usage 5"},
+			"claude-x false 300 11 usage 5 NULL"},
 		{"embeddings", formats.Exchange{Path: "/v1/embeddings", ReqBody: []byte(`{"model":"e","input":["alpha beta","gamma"]}`)},
-			"e false 0 3 estimate 0"},
+			"e false 0 3 estimate 0 NULL"},
 		{"image by url", formats.Exchange{Path: "/v1/chat/completions", ReqBody: []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`)},
-			"m false 0 7 estimate_min 0"},
+			"m false 0 7 estimate_min 0 NULL"},
 		{"completions with usage", formats.Exchange{ReqBody: []byte(`{"model":"m","prompt":"hello world","max_tokens":5}`),
 			RespContentType: "application/json", RespBody: []byte(`{"choices":[{"text":"x"}],"usage":{"prompt_tokens":3,"completion_tokens":5}}`)},
-			"m false 5 3 usage 5"},
+			"m false 5 3 usage 5 NULL"},
+		{"openai cached tokens", formats.Exchange{ReqBody: []byte(`{"model":"m","messages":[{"content":"x"}]}`),
+			RespContentType: "application/json", RespBody: []byte(`{"usage":{"prompt_tokens":1200,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":1024}}}`)},
+			"m false 0 1200 usage 5 1024"},
+		{"anthropic cache read", formats.Exchange{ReqBody: []byte(`{"model":"claude","max_tokens":64,"messages":[{"content":"x"}]}`),
+			RespContentType: "application/json", RespBody: []byte(`{"type":"message","usage":{"input_tokens":10,"cache_read_input_tokens":2048,"output_tokens":7}}`)},
+			"claude false 64 2058 usage 7 2048"},
 		{"sse usage kept", formats.Exchange{ReqBody: []byte(`{"model":"m","messages":[{"content":"x"}]}`), PromptTokens: 40, PromptTokensSource: formats.TokensFromUsage, OutputTokens: 7},
-			"m false 0 40 usage 7"},
-		{"not json", formats.Exchange{ReqContentType: "text/plain", ReqBody: []byte("hello")}, " false 0 0  0"},
-		{"json, not llm", formats.Exchange{ReqBody: []byte(`{"user":1,"items":[1,2]}`)}, " false 0 0  0"},
-		{"broken json", formats.Exchange{ReqBody: []byte(`{"model":"m","messages":[`)}, " false 0 0  0"},
+			"m false 0 40 usage 7 NULL"},
+		{"not json", formats.Exchange{ReqContentType: "text/plain", ReqBody: []byte("hello")}, " false 0 0  0 NULL"},
+		{"json, not llm", formats.Exchange{ReqBody: []byte(`{"user":1,"items":[1,2]}`)}, " false 0 0  0 NULL"},
+		{"broken json", formats.Exchange{ReqBody: []byte(`{"model":"m","messages":[`)}, " false 0 0  0 NULL"},
 		{"truncated completion", formats.Exchange{Path: "/v1/chat/completions", ReqBody: []byte(`{"model":"m"`), ReqBodyTrunc: true, ReqBodyBytes: 4000},
-			" false 0 1000 estimate 0"},
-		{"truncated response ignored", formats.Exchange{RespBody: []byte(`{"usage":{"prompt_tokens":3}}`), RespBodyBytes: 1 << 20}, " false 0 0  0"},
+			" false 0 1000 estimate 0 NULL"},
+		{"truncated response ignored", formats.Exchange{RespBody: []byte(`{"usage":{"prompt_tokens":3}}`), RespBodyBytes: 1 << 20}, " false 0 0  0 NULL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +123,11 @@ func TestEnrich(t *testing.T) {
 				x.RespBodyBytes = int64(len(x.RespBody))
 			}
 			Enrich(&x)
-			got := fmt.Sprint(x.Model, " ", x.Stream, " ", x.MaxTokens, " ", x.PromptTokens, " ", x.PromptTokensSource, " ", x.OutputTokens)
+			cached := "NULL"
+			if x.CachedTokens != nil {
+				cached = fmt.Sprint(*x.CachedTokens)
+			}
+			got := fmt.Sprint(x.Model, " ", x.Stream, " ", x.MaxTokens, " ", x.PromptTokens, " ", x.PromptTokensSource, " ", x.OutputTokens, " ", cached)
 			if got != tt.want {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}

@@ -6,7 +6,6 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -330,6 +329,9 @@ func readStream(body io.Reader, buf []byte, send int64, res *formats.Result) (en
 	}
 	res.Events = int32(min(tl.Events, math.MaxInt32))
 	res.OutputTokens = int32(min(tl.OutputTokens(), math.MaxInt32))
+	if tl.HasUsage {
+		res.CachedTokens = tl.Usage.CachedColumn()
+	}
 	if tl.TokenEvents > 0 {
 		res.TTFTNs = int64(tl.FirstToken.Sub(epoch)) - send
 		end = int64(tl.LastToken.Sub(epoch))
@@ -345,7 +347,7 @@ func readStream(body io.Reader, buf []byte, send int64, res *formats.Result) (en
 const maxUsageBody = 1 << 20
 
 // readBody reads a non-streaming body to its last byte; JSON bodies up to
-// maxUsageBody are parsed for usage.completion_tokens.
+// maxUsageBody are parsed for their usage (output and cached tokens).
 func readBody(body io.Reader, isJSON bool, res *formats.Result) (end, n int64, err error) {
 	if isJSON {
 		var buf bytes.Buffer
@@ -355,13 +357,9 @@ func readBody(body io.Reader, isJSON bool, res *formats.Result) (end, n int64, e
 			m, err = io.Copy(io.Discard, body)
 			n += m
 		} else if err == nil {
-			var u struct {
-				Usage *struct {
-					CompletionTokens int32 `json:"completion_tokens"`
-				} `json:"usage"`
-			}
-			if json.Unmarshal(buf.Bytes(), &u) == nil && u.Usage != nil {
-				res.OutputTokens = u.Usage.CompletionTokens
+			if u, ok := sse.ResponseUsage(buf.Bytes()); ok {
+				res.OutputTokens = int32(min(u.CompletionTokens, math.MaxInt32))
+				res.CachedTokens = u.CachedColumn()
 			}
 		}
 		return mono(), n, err

@@ -135,6 +135,7 @@ type sender struct {
 	serial   bool                  // ConnRecorded: one request at a time per recorded connection, in order
 	conns    map[string]*connQueue // serial: queues by connection key; dispatcher goroutine only
 	held     atomic.Int64          // requests that waited for a slot
+	late     atomic.Int64          // requests handed out saturatedLag or more after their due time
 	active   atomic.Int64          // requests in flight now
 
 	mu      sync.Mutex // guards idle, queue, workers
@@ -192,10 +193,12 @@ func (s *sender) work(w *worker, j *job) {
 // dispatch hands j to a sender now. Only a full --max-inflight blocks it: the
 // request is held back until a slot frees, and the wait shows as lag.
 func (s *sender) dispatch(j *job) error {
+	heldBack := false
 	if s.sem != nil {
 		select {
 		case s.sem <- struct{}{}:
 		default:
+			heldBack = true
 			s.held.Add(1)
 			select {
 			case s.sem <- struct{}{}:
@@ -215,7 +218,11 @@ func (s *sender) dispatch(j *job) error {
 	if j.eager && j.p != nil {
 		s.c.tryWrite(connKey(j.it.x), j.p, &j.fl)
 	}
-	saturated := s.limit == 0 && time.Duration(mono()-j.sched) > saturatedLag
+	late := time.Duration(mono()-j.sched) > saturatedLag
+	if late && !heldBack {
+		s.late.Add(1)
+	}
+	saturated := s.limit == 0 && late
 	s.mu.Lock()
 	for {
 		if n := len(s.idle); n > 0 {

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/cputime"
 )
 
 // Sink receives result rows from one goroutine; *formats.Writer[formats.Result]
@@ -157,7 +159,49 @@ type Report struct {
 	HeldBack  int64         // requests that waited for a --max-inflight slot
 	StartLate time.Duration // how late this process reached --start-at (its first requests' lag shows it)
 	Stopped   bool          // step mode ended early
+	Client    ClientLoad    // how busy the replayer itself was
 	Summary   *analysis.Summary
+}
+
+// ClientLoad is how busy the replayer was during a run: when its own
+// dispatcher falls behind the schedule, lag and latency from schedule
+// measure the client, not the target.
+type ClientLoad struct {
+	Sent      int64         // requests sent
+	LateSends int64         // of them, handed to a sender SaturatedLag or more after their due time
+	CPU       time.Duration // process CPU time (user + system) during the run
+	Wall      time.Duration // the run's wall-clock time
+	Cores     int           // GOMAXPROCS
+}
+
+// SaturatedLag is how late a send must leave for it to count as the
+// client's own lateness (well above timer lateness, about 1 ms).
+const SaturatedLag = saturatedLag
+
+// CPUBound reports whether the client could not keep up: more than 1 % of
+// the sends left SaturatedLag late (held-back requests of --max-inflight
+// excepted: they count as held back, not late).
+func (c ClientLoad) CPUBound() bool { return c.Sent > 0 && float64(c.LateSends) > 0.01*float64(c.Sent) }
+
+// String says whether the client was CPU-bound and how much CPU it used,
+// e.g. "client CPU-bound: 38.2 % of sends left ≥ 5ms late; reel used 1.10
+// of 2 cores — lag and latency from schedule measure the client here, not
+// the target"; empty when it kept up.
+func (c ClientLoad) String() string {
+	if !c.CPUBound() {
+		return ""
+	}
+	used := ""
+	if c.Wall > 0 && c.CPU > 0 {
+		cores := c.CPU.Seconds() / c.Wall.Seconds()
+		used = fmt.Sprintf("; reel used %.2f of %d cores", cores, c.Cores)
+		if cores < 0.5*float64(c.Cores) {
+			// Late with cores to spare: something else had them.
+			used += " (the machine is busy with other work)"
+		}
+	}
+	return fmt.Sprintf("client CPU-bound: %.1f %% of sends left ≥ %s late%s — lag and latency from schedule measure the client here, not the target (fewer requests per replayer: --shard, or a bigger machine)",
+		100*float64(c.LateSends)/float64(c.Sent), SaturatedLag, used)
 }
 
 // Run replays the window once at speed (≤ 0 means 1), writing one row per
@@ -173,6 +217,7 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 		spin = DefaultSpinWindow
 	}
 	rep := &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed}
+	cpu0, wall0 := cputime.Process(), time.Now()
 	pool := o.PoolConns
 	switch {
 	case pool == 0:
@@ -325,6 +370,7 @@ loop:
 	sum, sinkErr := col.close()
 	rep.Summary = sum
 	rep.HeldBack = snd.held.Load()
+	rep.Client = ClientLoad{Sent: rep.Sent, LateSends: snd.late.Load(), CPU: cputime.Process() - cpu0, Wall: time.Since(wall0), Cores: runtime.GOMAXPROCS(0)}
 	if rep.Skipped > 0 {
 		col.printf("replay: skipped %d exchanges whose request body was truncated at record time\n", rep.Skipped)
 	}

@@ -3,13 +3,62 @@ package sse
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 )
 
-// Usage is the token accounting an upstream reports in a chunk's `usage`
-// object. Fields absent from the chunk are zero.
+// Usage is the token accounting an upstream reports in a `usage` object
+// (of a streamed chunk, or of a whole response: see ResponseUsage). Fields
+// absent from it are zero. This is the one place that knows usage's field
+// names; an API with other names extends usageJSON and the fast path's
+// usage walker together (FuzzClassify checks they agree).
 type Usage struct {
-	PromptTokens     int64 // usage.prompt_tokens (OpenAI) or usage.input_tokens (Anthropic)
-	CompletionTokens int64 // usage.completion_tokens (OpenAI) or usage.output_tokens (Anthropic)
+	// PromptTokens counts every prompt token: usage.prompt_tokens (OpenAI
+	// chat and completions, vLLM, SGLang), usage.input_tokens (OpenAI
+	// Responses, where it includes cached tokens), or Anthropic's
+	// input_tokens + cache_read_input_tokens + cache_creation_input_tokens
+	// (its input_tokens leaves the cache out).
+	PromptTokens int64
+	// CompletionTokens is usage.completion_tokens or usage.output_tokens.
+	CompletionTokens int64
+	// CachedTokens are the prompt tokens served from the server's prefix
+	// cache: usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM with
+	// --enable-prompt-tokens-details, SGLang),
+	// usage.input_tokens_details.cached_tokens (OpenAI Responses) or
+	// usage.cache_read_input_tokens (Anthropic). Valid when HasCached.
+	CachedTokens int64
+	HasCached    bool // the server reported a cached-token count (it may be 0)
+}
+
+// CachedColumn is the cached_tokens column value (exchange/1, result/1)
+// of a usage report: nil when the server did not report a count.
+func (u Usage) CachedColumn() *int32 {
+	if !u.HasCached {
+		return nil
+	}
+	n := int32(min(max(u.CachedTokens, 0), math.MaxInt32))
+	return &n
+}
+
+// merge folds a later usage report into u: non-zero counts win, a
+// reported cached count wins.
+func (u *Usage) merge(v Usage) {
+	if v.PromptTokens > 0 {
+		u.PromptTokens = v.PromptTokens
+	}
+	if v.CompletionTokens > 0 {
+		u.CompletionTokens = v.CompletionTokens
+	}
+	if v.HasCached && (!u.HasCached || v.CachedTokens > 0) {
+		u.CachedTokens, u.HasCached = v.CachedTokens, true
+	}
+}
+
+// ResponseUsage returns the usage of a whole non-streaming JSON response
+// body (a top-level `usage`, or Anthropic's message.usage), the same rules
+// as a streamed chunk's.
+func ResponseUsage(body []byte) (Usage, bool) {
+	c := Classify(body)
+	return c.Usage, c.HasUsage
 }
 
 // Chunk is what Classify learned from one event's data.
@@ -77,10 +126,8 @@ func classifyJSON(data []byte) Chunk {
 	}
 	if u != nil {
 		out.HasUsage = true
-		out.Usage = Usage{
-			PromptTokens:     u.PromptTokens + u.InputTokens,
-			CompletionTokens: u.CompletionTokens + u.OutputTokens,
-		}
+		f := u.fields()
+		out.Usage = f.usage()
 	}
 	return out
 }
@@ -108,10 +155,52 @@ func (n *nonEmpty) UnmarshalJSON(b []byte) error {
 }
 
 type usageJSON struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
+	PromptTokens             int64              `json:"prompt_tokens"`
+	CompletionTokens         int64              `json:"completion_tokens"`
+	InputTokens              int64              `json:"input_tokens"`
+	OutputTokens             int64              `json:"output_tokens"`
+	PromptTokensDetails      *tokensDetailsJSON `json:"prompt_tokens_details"`
+	InputTokensDetails       *tokensDetailsJSON `json:"input_tokens_details"`
+	CacheReadInputTokens     *int64             `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64              `json:"cache_creation_input_tokens"`
+}
+
+type tokensDetailsJSON struct {
+	CachedTokens *int64 `json:"cached_tokens"`
+}
+
+// usageFields are the counts of a usage object, each cached-token count
+// with whether it was there (a number, not absent or null).
+type usageFields struct {
+	prompt, completion, input, output, cacheCreation int64
+	promptCached, inputCached, cacheRead             int64
+	hasPromptCached, hasInputCached, hasCacheRead    bool
+}
+
+// fields flattens the decoded object.
+func (u *usageJSON) fields() usageFields {
+	f := usageFields{prompt: u.PromptTokens, completion: u.CompletionTokens, input: u.InputTokens,
+		output: u.OutputTokens, cacheCreation: u.CacheCreationInputTokens}
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		f.promptCached, f.hasPromptCached = *d.CachedTokens, true
+	}
+	if d := u.InputTokensDetails; d != nil && d.CachedTokens != nil {
+		f.inputCached, f.hasInputCached = *d.CachedTokens, true
+	}
+	if u.CacheReadInputTokens != nil {
+		f.cacheRead, f.hasCacheRead = *u.CacheReadInputTokens, true
+	}
+	return f
+}
+
+// usage applies Usage's rules to the counts.
+func (f *usageFields) usage() Usage {
+	return Usage{
+		PromptTokens:     f.prompt + f.input + f.cacheRead + f.cacheCreation,
+		CompletionTokens: f.completion + f.output,
+		CachedTokens:     f.promptCached + f.inputCached + f.cacheRead,
+		HasCached:        f.hasPromptCached || f.hasInputCached || f.hasCacheRead,
+	}
 }
 
 type deltaJSON struct {

@@ -61,7 +61,7 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	}
 	if u.set {
 		c.HasUsage = true
-		c.Usage = Usage{PromptTokens: u.prompt + u.input, CompletionTokens: u.completion + u.output}
+		c.Usage = u.usage()
 	}
 	return c, true
 }
@@ -85,12 +85,19 @@ const (
 	keyCompletionTokens
 	keyInputTokens
 	keyOutputTokens
+	keyPromptTokensDetails
+	keyInputTokensDetails
+	keyCachedTokens
+	keyCacheReadInputTokens
+	keyCacheCreationInputTokens
 	keyResponse
 )
 
 var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "content",
 	"reasoning_content", "reasoning", "partial_json", "tool_calls", "function", "arguments",
-	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "response"}
+	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
+	"prompt_tokens_details", "input_tokens_details", "cached_tokens",
+	"cache_read_input_tokens", "cache_creation_input_tokens", "response"}
 
 // maxDepth bounds the nesting the fast path follows.
 const maxDepth = 64
@@ -102,8 +109,32 @@ type walker struct {
 }
 
 type usageVal struct {
-	set                               bool
-	prompt, completion, input, output int64
+	set bool
+	usageFields
+}
+
+// optInt reads an integer or null; has says which (null is "not
+// reported", as encoding/json decodes it into a nil pointer).
+func (w *walker) optInt(dst *int64, has *bool) bool {
+	w.ws()
+	if w.literal("null") {
+		*dst, *has = 0, false
+		return true
+	}
+	*has = true
+	return w.int(dst)
+}
+
+// details reads a prompt_tokens_details or input_tokens_details object (or
+// null) for its cached_tokens.
+func (w *walker) details(dst *int64, has *bool) bool {
+	var seen uint32
+	return w.objectOrNull(func(k int) bool {
+		if k != keyCachedTokens {
+			return w.skipValue()
+		}
+		return w.optInt(dst, has)
+	}, &seen)
 }
 
 func (w *walker) choice(c *Chunk) bool {
@@ -163,6 +194,14 @@ func (w *walker) usage(u *usageVal) bool {
 			return w.int(&u.input)
 		case keyOutputTokens:
 			return w.int(&u.output)
+		case keyCacheCreationInputTokens:
+			return w.int(&u.cacheCreation)
+		case keyCacheReadInputTokens:
+			return w.optInt(&u.cacheRead, &u.hasCacheRead)
+		case keyPromptTokensDetails:
+			return w.details(&u.promptCached, &u.hasPromptCached)
+		case keyInputTokensDetails:
+			return w.details(&u.inputCached, &u.hasInputCached)
 		}
 		return w.skipValue()
 	}, &seen)

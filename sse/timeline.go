@@ -22,7 +22,7 @@ type Timeline struct {
 	LastToken   time.Time // arrival of the latest token-bearing event
 	GapsUs      []int32   // µs between consecutive token-bearing events, at most MaxGaps
 	HasUsage    bool      // some event carried a usage object
-	Usage       Usage     // the last usage seen (fields merged: non-zero values win)
+	Usage       Usage     // the last usage seen (fields merged: non-zero values win, a reported cached count wins)
 	Done        bool      // "[DONE]" was seen
 }
 
@@ -35,12 +35,7 @@ func (t *Timeline) Observe(ev *Event) Chunk {
 	}
 	if c.HasUsage {
 		t.HasUsage = true
-		if c.Usage.PromptTokens > 0 {
-			t.Usage.PromptTokens = c.Usage.PromptTokens
-		}
-		if c.Usage.CompletionTokens > 0 {
-			t.Usage.CompletionTokens = c.Usage.CompletionTokens
-		}
+		t.Usage.merge(c.Usage)
 	}
 	if c.Tokens {
 		if t.TokenEvents == 0 {

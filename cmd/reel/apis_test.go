@@ -47,7 +47,9 @@ var apiCases = []apiCase{
 		return fmt.Sprintf(`{"model":"m","instructions":"Answer briefly.","input":[{"role":"user","content":[{"type":"input_text","text":%q}]}],"max_output_tokens":%d,"stream":true}`, words(i, 60), m)
 	}, true},
 	{"messages", "/v1/messages", func(i, m int) string {
-		return fmt.Sprintf(`{"model":"claude-sim","system":"Be brief, please.","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true}`, words(i, 60), m)
+		// The same prompt as the Responses request just before: the
+		// simulator's prefix cache serves most of it (cache_read_input_tokens).
+		return fmt.Sprintf(`{"model":"claude-sim","system":"Answer briefly.","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true}`, words(i, 60), m)
 	}, true},
 	{"embeddings", "/v1/embeddings", func(i, _ int) string {
 		return fmt.Sprintf(`{"model":"e","input":[%q]}`, words(i, 60))
@@ -101,7 +103,7 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	go srv.Serve(ln)
 	sidecar := "http://" + ln.Addr().String()
 
-	type seen struct{ prompt, output int }
+	type seen = served
 	want := map[string][]seen{} // per path, the server's usage as the client saw it
 	const perAPI = 4
 	for i := range perAPI {
@@ -117,6 +119,13 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 				t.Fatalf("%s: the server generated %d tokens, want the cap %d", c.name, u.output, maxOut)
 			}
 		}
+	}
+	hits := 0
+	for _, u := range want["/v1/messages"] {
+		hits += max(u.cached, 0)
+	}
+	if hits == 0 {
+		t.Fatal("the Messages requests read nothing from the prefix cache: the test does not see cache_read_input_tokens")
 	}
 	srv.Shutdown(context.Background())
 	if err := rec.Close(context.Background()); err != nil {
@@ -137,6 +146,9 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 			w := want[c.path][i]
 			if x.PromptTokensSource != formats.TokensFromUsage || int(x.PromptTokens) != w.prompt || int(x.OutputTokens) != w.output {
 				t.Errorf("%s #%d recorded prompt %d (%s) output %d, the server said %d and %d", c.name, i, x.PromptTokens, x.PromptTokensSource, x.OutputTokens, w.prompt, w.output)
+			}
+			if got := cachedOf(x.CachedTokens); got != w.cached {
+				t.Errorf("%s #%d recorded cached tokens %d, the server said %d", c.name, i, got, w.cached)
 			}
 			if c.stream && (x.TTFTNs <= 0 || x.TTFTNs > x.DurationNs || int(x.Events) < w.output || len(x.EventGapsUs) != w.output-1) {
 				t.Errorf("%s #%d: ttft %d of %d ns, %d events, %d gaps for %d tokens", c.name, i, x.TTFTNs, x.DurationNs, x.Events, len(x.EventGapsUs), w.output)
@@ -186,6 +198,14 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	}
 }
 
+// cachedOf reads the cached_tokens column, -1 for NULL.
+func cachedOf(v *int32) int {
+	if v == nil {
+		return -1
+	}
+	return int(*v)
+}
+
 func caseForPath(path string) apiCase {
 	for _, c := range apiCases {
 		if c.path == path {
@@ -197,15 +217,17 @@ func caseForPath(path string) apiCase {
 
 // clientUsage reads an answer as a client would and returns the usage the
 // server reported: the last usage of a stream, or the body's.
-func clientUsage(t *testing.T, c apiCase, resp *http.Response) (u struct{ prompt, output int }) {
+// served is what a server's usage said: prompt, output and cached tokens
+// (cached -1 when not reported).
+type served struct{ prompt, output, cached int }
+
+func clientUsage(t *testing.T, c apiCase, resp *http.Response) (u served) {
 	t.Helper()
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("%s: status %d", c.name, resp.StatusCode)
 	}
-	type usage struct {
-		PromptTokens, CompletionTokens, InputTokens, OutputTokens, CacheReadInputTokens int
-	}
+	u.cached = -1
 	apply := func(raw []byte) {
 		var v struct {
 			Usage   *map[string]any `json:"usage"`
@@ -235,6 +257,16 @@ func clientUsage(t *testing.T, c apiCase, resp *http.Response) (u struct{ prompt
 		}
 		if o := n("completion_tokens") + n("output_tokens"); o > 0 {
 			u.output = o
+		}
+		for _, details := range []string{"prompt_tokens_details", "input_tokens_details"} {
+			if d, ok := (*m)[details].(map[string]any); ok {
+				if f, ok := d["cached_tokens"].(float64); ok {
+					u.cached = int(f)
+				}
+			}
+		}
+		if f, ok := (*m)["cache_read_input_tokens"].(float64); ok {
+			u.cached = int(f)
 		}
 	}
 	if !c.stream {

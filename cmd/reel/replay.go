@@ -450,6 +450,9 @@ func writeReplayReport(w io.Writer, r *replayer.Report, causes *analysis.Causes)
 		fmt.Fprint(w, "  (stopped)")
 	}
 	fmt.Fprintln(w)
+	if line := r.Client.String(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if causes != nil && causes.Failed() > 0 {
 		fmt.Fprintf(w, "failed requests by cause (%d in all):\n", causes.Failed())
 		for _, c := range causes.Top(5) {

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Peak memory (max RSS) of `reel replay`, `reel stats` and `reel report` at a
+# small and a big run length, and `reel stats` beside DuckDB on the big one.
+#
+#   bench/memory/run.sh                                  # 100k vs 10M exchanges (replay at 10M takes ~20 min)
+#   SMALL=100000 BIG=1000000 bench/memory/run.sh         # what fits a shared 2-core box
+#   REPLAY_BIG=1000000 BIG=10000000 bench/memory/run.sh  # stats/report at 10M, replay at 1M
+#   GEN=accesslog bench/memory/run.sh                    # import through reel record --access-log (no TTFT)
+#   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
+#
+# Traffic (bench/memory/main.go): small streaming chat requests, Poisson at
+# RATE exchanges/s, log-normal TTFT and token gaps, a burst of 4× longer
+# prompts every 10 minutes. The replay sends it at RATE × SPEED req/s to a
+# loopback SSE server in its own process that answers at once, so what is
+# measured is the replayer. `reel report` reads the replay's results where
+# the replay ran at that length, else results the generator writes (the rows
+# a replay at speed 1 would write).
+#
+# Prints, per command and length, max RSS, wall and CPU seconds, the
+# big ÷ small RSS ratio (the target: ≤ 1.2), and the DuckDB comparison: p50
+# and p99 of E2E and TTFT from `reel stats --json` against DuckDB's
+# quantile_cont over the same Parquet, and both times.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SMALL=${SMALL:-100000}
+BIG=${BIG:-10000000}
+REPLAY_BIG=${REPLAY_BIG:-$BIG}
+RATE=${RATE:-5000}
+SPEED=${SPEED:-2}
+GEN=${GEN:-dataset}
+DUCKDB=${DUCKDB:-1}
+ADDR=${ADDR:-127.0.0.1:18095}
+out=${OUT:-$(mktemp -d)}
+srv=
+trap '[ -n "$srv" ] && kill $srv 2>/dev/null; [ -z "${OUT:-}" ] && rm -rf "$out"' EXIT
+
+CGO_ENABLED=0 go build -o "$out/reel" ./cmd/reel
+go build -o "$out/memory-bench" ./bench/memory
+"$out/memory-bench" server -addr "$ADDR" & srv=$!
+echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3); $GEN traffic at $RATE/s, replayed at ×$SPEED"
+
+# measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"
+measure() {
+  local name=$1 n=$2
+  shift 2
+  /usr/bin/time -f "%M %e %U %S" -o "$out/time" "$@" > "$out/$name-$n.out" 2> "$out/$name-$n.err" || {
+    echo "$name at $n failed:" >&2; tail -5 "$out/$name-$n.err" >&2; return 1; }
+  read -r kb wall user sys < "$out/time"
+  printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" "$(echo "$kb/1024" | bc -l)" "$wall" "$(echo "$user+$sys" | bc -l)" | tee -a "$out/table"
+}
+
+generate() { # N → $out/data-N (a recording)
+  local n=$1
+  if [ "$GEN" = accesslog ]; then
+    "$out/memory-bench" accesslog -n "$n" -rate "$RATE" | "$out/reel" record --access-log - --out "$out/data-$n" > /dev/null 2>&1
+  else
+    "$out/memory-bench" dataset -n "$n" -rate "$RATE" -out "$out/data-$n"
+  fi
+}
+
+printf '%-7s %10s %8s %8s %8s\n' command exchanges rss_MB wall_s cpu_s
+: > "$out/table"
+for n in "$SMALL" "$BIG"; do
+  generate "$n"
+  measure stats "$n" "$out/reel" stats "$out/data-$n" --json
+  results="$out/results-$n"
+  replay_n=$n
+  [ "$n" = "$BIG" ] && replay_n=$REPLAY_BIG
+  if [ "$replay_n" = "$n" ]; then
+    measure replay "$n" "$out/reel" replay "$out/data-$n" --target "http://$ADDR" --out "$results" --speed "$SPEED" --quiet
+  else
+    [ -d "$out/data-$replay_n" ] || generate "$replay_n"
+    measure replay "$replay_n" "$out/reel" replay "$out/data-$replay_n" --target "http://$ADDR" --out "$out/replayed-$replay_n" --speed "$SPEED" --quiet
+    "$out/memory-bench" results -n "$n" -rate "$RATE" -out "$results"
+  fi
+  measure report "$n" "$out/reel" report "$results"
+done
+
+echo "## big ÷ small max RSS (target ≤ 1.2)"
+for c in stats replay report; do
+  awk -v c="$c" '$1 == c {rss[++k] = $3; n[k] = $2} END {if (k >= 2) printf "%-7s %.2f (%d vs %d exchanges)\n", c, rss[k]/rss[1], n[k], n[1]}' "$out/table"
+done
+
+if [ "$DUCKDB" = 1 ]; then
+  echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges"
+  (cd examples/duckdb && CGO_ENABLED=1 go build -o "$out/duckdb-quantiles" ./quantiles)
+  /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$out/data-$BIG" > "$out/duck.json"
+  python3 - "$out/stats-$BIG.out" "$out/duck.json" "$out/table" "$out/duck-time" "$BIG" <<'EOF'
+import json, sys
+reel = json.load(open(sys.argv[1]))["summary"]
+duck = json.load(open(sys.argv[2]))
+rows = [l.split() for l in open(sys.argv[3])]
+stats = [r for r in rows if r[0] == "stats" and r[1] == sys.argv[5]][0]
+dwall, duser, dsys = map(float, open(sys.argv[4]).read().split())
+print(f"{'quantile':10} {'reel':>14} {'duckdb':>14} {'diff':>8}  reel rel_err bound")
+ok = True
+for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
+    for p in ("p50", "p99"):
+        r = reel[m][p + "_ns"]
+        d = duck[f"{key}_{p}_ns"]
+        bound = reel[m].get("rel_err", 0)
+        diff = (r - d) / d
+        ok &= abs(diff) <= bound + 0.002  # + what nearest rank vs interpolation can differ by
+        print(f"{m + '.' + p:10} {r:14d} {d:14.0f} {100 * diff:+7.2f}%  {100 * bound:g} %")
+print(f"rows: reel {reel['requests']}, duckdb {duck['rows']}; values within the bound: {ok}")
+rwall, rcpu = float(stats[3]), float(stats[4])
+print(f"time: reel stats {rwall:.1f} s wall / {rcpu:.1f} s CPU (every §7 statistic), "
+      f"duckdb {dwall:.1f} s wall / {duser + dsys:.1f} s CPU (query {duck['query_seconds']:.1f} s, 4 quantiles); "
+      f"reel ÷ duckdb: {rwall / dwall:.1f}× wall, {rcpu / (duser + dsys):.1f}× CPU")
+EOF
+fi
