@@ -31,7 +31,7 @@ func TestLinkerRecorded(t *testing.T) {
 	wantThink := []int64{0, 0, 100, 110, 120, 0, 100}
 	l := NewLinker(SessionsRecorded, LinkerOptions{})
 	for i := range xs {
-		lk := l.Link(int64(i), &xs[i])
+		lk := l.Link(int64(i), "", &xs[i])
 		if !reflect.DeepEqual(lk.Deps, want[i]) && !(len(lk.Deps) == 0 && want[i] == nil) {
 			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, want[i])
 		}
@@ -59,7 +59,7 @@ func TestLinkerInferred(t *testing.T) {
 	l := NewLinker(SessionsInferred, LinkerOptions{})
 	var sess []uint64
 	for i := range xs {
-		lk := l.Link(int64(i), &xs[i])
+		lk := l.Link(int64(i), "", &xs[i])
 		if len(lk.Deps) != len(wantDeps[i]) || (len(lk.Deps) > 0 && lk.Deps[0] != wantDeps[i][0]) {
 			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, wantDeps[i])
 		}
@@ -84,15 +84,15 @@ func TestLinkerInferredAmbiguous(t *testing.T) {
 	anon := turnX(420, 10, "", 8, 5)
 	l := NewLinker(SessionsInferred, LinkerOptions{})
 	for i, x := range []*formats.Exchange{&a, &b} {
-		l.Link(int64(i), x)
+		l.Link(int64(i), "", x)
 	}
-	if lk := l.Link(2, &fa); len(lk.Deps) != 1 || lk.Deps[0] != 0 || lk.Ambiguous {
+	if lk := l.Link(2, "", &fa); len(lk.Deps) != 1 || lk.Deps[0] != 0 || lk.Ambiguous {
 		t.Errorf("client a's follow-up: %+v", lk)
 	}
-	if lk := l.Link(3, &fb); len(lk.Deps) != 1 || lk.Deps[0] != 1 || lk.Ambiguous {
+	if lk := l.Link(3, "", &fb); len(lk.Deps) != 1 || lk.Deps[0] != 1 || lk.Ambiguous {
 		t.Errorf("client b's follow-up: %+v", lk)
 	}
-	if lk := l.Link(4, &anon); len(lk.Deps) != 1 || lk.Deps[0] != 1 || !lk.Ambiguous {
+	if lk := l.Link(4, "", &anon); len(lk.Deps) != 1 || lk.Deps[0] != 1 || !lk.Ambiguous {
 		t.Errorf("follow-up without a client: %+v", lk)
 	}
 }
@@ -100,14 +100,14 @@ func TestLinkerInferredAmbiguous(t *testing.T) {
 func TestLinkerForgetsIdleTurns(t *testing.T) {
 	l := NewLinker(SessionsInferred, LinkerOptions{Idle: time.Second, MaxTurns: 2})
 	x0 := turnX(0, 10, "", 1, 0)
-	l.Link(0, &x0)
+	l.Link(0, "", &x0)
 	late := turnX(5000, 10, "", 2, 1) // 5 s later: beyond Idle
-	if lk := l.Link(1, &late); len(lk.Deps) != 0 {
+	if lk := l.Link(1, "", &late); len(lk.Deps) != 0 {
 		t.Fatalf("continuation after the idle bound linked: %+v", lk)
 	}
 	for i := range 10 {
 		x := turnX(5100+int64(i), 1, "", int64(100+i), 0)
-		l.Link(int64(2+i), &x)
+		l.Link(int64(2+i), "", &x)
 	}
 	if n := len(l.byKey); n > 2 {
 		t.Fatalf("linker remembers %d turns, MaxTurns 2", n)

@@ -124,7 +124,7 @@ func TestSelection(t *testing.T) {
 	count := func(sel Selection) int {
 		n := 0
 		for _, x := range xs {
-			if sel.match(x) {
+			if sel.match(&linked{x: x}) {
 				n++
 			}
 		}
@@ -156,7 +156,7 @@ func TestSelection(t *testing.T) {
 	for i := range 3 {
 		sel := Selection{Shard: Shard{Index: i, Count: 3}}
 		for _, x := range xs {
-			if sel.match(x) {
+			if sel.match(&linked{x: x}) {
 				if prev, ok := seen[x.ConnID]; ok && prev != i {
 					t.Fatalf("connection %d split across shards %d and %d", x.ConnID, prev, i)
 				}
