@@ -260,6 +260,9 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		d.Significant = d.Abs != 0
 		c.Metrics = append(c.Metrics, d)
 	}
+	if d, ok := cacheReuseDelta(A.Cache, B.Cache, opt.Confidence); ok {
+		c.Metrics = append(c.Metrics, d)
+	}
 	c.Frames = frameDeltas(A.Frames, B.Frames)
 	c.Tail = tailFrames(A.Frames, B.Frames, A.Frame)
 	return c

@@ -77,6 +77,9 @@ func (c *Comparison) WriteText(w io.Writer, nameA, nameB string) error {
 	if line := c.Tail.String(); line != "" {
 		ew.printf("\n%s\n", line)
 	}
+	if line := c.CacheLine(); line != "" {
+		ew.printf("\n%s\n", line)
+	}
 	writeCompareSignals(ew, c)
 	ew.printf("\nframes (e2e p99, aligned by original start):\n")
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)

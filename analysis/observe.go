@@ -42,6 +42,7 @@ type observation struct {
 	itlUs []int32 // gaps between token events, µs (borrowed from the row)
 
 	outTokens, promptTokens int32
+	cachedTokens            int32 // prompt tokens served from the prefix cache; -1 when not reported
 	batch, queue            int32 // -1 when absent
 	bodyBytes               int64
 	method, path, model     string
@@ -100,6 +101,14 @@ func tpotOf(e2e, ttft int64, out int32) int64 {
 	return (e2e - ttft) / int64(out-1)
 }
 
+// cachedOrMissing reads an optional cached_tokens column.
+func cachedOrMissing(v *int32) int32 {
+	if v == nil {
+		return missing
+	}
+	return max(*v, 0)
+}
+
 func orMissing(v int64) int64 {
 	if v <= 0 {
 		return missing
@@ -122,6 +131,7 @@ func fromResult(r *formats.Result) observation {
 		method:    r.Method, path: r.Path,
 		model: r.Model,
 	}
+	o.cachedTokens = cachedOrMissing(r.CachedTokens)
 	if r.OrigTs.IsZero() {
 		o.orig = o.sched
 	}
@@ -155,7 +165,7 @@ var exchangeColumns = []string{
 	"ts_unix_ns", "status", "error", "complete", // time, outcome
 	"ttfb_ns", "duration_ns", "ttft_ns", "event_gaps_us", // timings
 	"output_tokens", "prompt_tokens", "req_body_bytes", "prefix_hashes", // workload
-	"batch_size", "queue_depth", // server state
+	"batch_size", "queue_depth", "cached_tokens", // server state
 	"method", "path", "model", // breakdowns and filters
 }
 
@@ -179,6 +189,8 @@ func fromExchange(x *formats.Exchange) observation {
 		method:    x.Method, path: x.Path,
 		model:  x.Model,
 		prefix: x.PrefixHashes,
+
+		cachedTokens: cachedOrMissing(x.CachedTokens),
 	}
 	for i := range o.lat {
 		o.lat[i] = missing

@@ -104,7 +104,8 @@ func knownDelta(name string) bool {
 	}
 	switch name {
 	case "error_rate", "timeout_rate", "goodput", "goodput_share", "window_compliance", "requests", "request_rate",
-		"throughput", "output_tokens_per_s", "peak_output_tokens_per_s", "concurrency", "peak_in_flight", "mean_batch_size":
+		"throughput", "output_tokens_per_s", "peak_output_tokens_per_s", "concurrency", "peak_in_flight", "mean_batch_size",
+		"cache_reuse":
 		return true
 	}
 	return false
@@ -214,7 +215,8 @@ func better(metric string, delta float64) int {
 	switch base {
 	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "error_rate", "timeout_rate":
 		return -sign
-	case "goodput", "goodput_share", "window_compliance", "throughput", "output_tokens_per_s", "peak_output_tokens_per_s":
+	case "goodput", "goodput_share", "window_compliance", "throughput", "output_tokens_per_s", "peak_output_tokens_per_s",
+		"cache_reuse":
 		return sign
 	}
 	return 0 // requests, request_rate, concurrency, peak_in_flight, mean_batch_size

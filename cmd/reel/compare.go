@@ -35,7 +35,14 @@ Metrics: e2e, e2e_sched, ttfb, ttft, ttst, tpot, itl, lag with .p50 .p90
 .p95 .p99 .p999 .max .mean (a bare p99 is e2e.p99, a bare ttft is
 ttft.p99), goodput, goodput_share, window_compliance, error_rate,
 timeout_rate, throughput, output_tokens_per_s, peak_output_tokens_per_s,
-requests, request_rate, concurrency, peak_in_flight, mean_batch_size.
+requests, request_rate, concurrency, peak_in_flight, mean_batch_size,
+cache_reuse (Σ cached_tokens ÷ Σ prompt_tokens over requests whose server
+reported cached tokens).
+
+When both runs report cached tokens, a line says whether B reproduced A's
+prefix-cache reuse: "reproduced" when the interval of the change lies
+within ±5 % of A's reuse, "differs" when it excludes zero, "inconclusive"
+otherwise.
 
 Rules are meant as regression gates ('p99>+10%': fail when p99 rose more
 than 10 %). When any rule trips reel prints a one-line verdict and exits 1:
@@ -57,6 +64,7 @@ examples:
   reel compare ./nightly-base ./nightly-cand --fail-on 'p99>+10%,ttft.p99>+15%,goodput<-5%'
   reel compare base cand --json --resamples 2000 --seed 7
   reel compare ./results/baseline ./results/fix --prompt-tokens :2999 --fail-on 'ttft.p99<-40%'
+  reel compare ./capture ./results --fail-on 'cache_reuse<-5%'
 
 flags:
 `
