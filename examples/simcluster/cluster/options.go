@@ -11,7 +11,6 @@ import (
 // --block-size 16). Prefix-cache keys and KV accounting use whole blocks.
 const BlockTokens = 16
 
-
 // Tokenizer names how the simulator counts prompt tokens.
 type Tokenizer string
 

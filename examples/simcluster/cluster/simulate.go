@@ -139,5 +139,3 @@ func Simulate(ctx context.Context, opts Options, reqs []SimRequest) ([]SimResult
 	}
 	return out, nil
 }
-
-

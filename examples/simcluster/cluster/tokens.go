@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"hash/fnv"
+	"strings"
 	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
