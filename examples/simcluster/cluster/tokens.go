@@ -151,20 +151,32 @@ func textTokens(tok Tokenizer, text []byte) ([]uint32, error) {
 	return t.encode(text), nil
 }
 
-// requestTokens turns a request's prompt into ids under the tokenizer.
+// requestTokens turns a chat or completion request's prompt into ids
+// under the tokenizer.
 func requestTokens(tok Tokenizer, chat bool, req *apiRequest) ([]uint32, error) {
 	if chat {
-		if tok != TokenizerO200k {
-			text, err := renderChat(req.Messages)
-			return estimateIDs(text), err
-		}
-		t, err := sharedBPE()
-		if err != nil {
-			return nil, err
-		}
-		return t.chatTokens(req.Messages)
+		return messagesTokens(tok, req.Messages)
 	}
-	ids, text, err := parsePrompt(req.Prompt)
+	return promptTokens(tok, req.Prompt)
+}
+
+// messagesTokens turns chat messages into ids under the tokenizer.
+func messagesTokens(tok Tokenizer, msgs []apiMessage) ([]uint32, error) {
+	if tok != TokenizerO200k {
+		text, err := renderChat(msgs)
+		return estimateIDs(text), err
+	}
+	t, err := sharedBPE()
+	if err != nil {
+		return nil, err
+	}
+	return t.chatTokens(msgs)
+}
+
+// promptTokens turns a completion prompt (a string, a token array, or a
+// one-element array of either) into ids under the tokenizer.
+func promptTokens(tok Tokenizer, raw []byte) ([]uint32, error) {
+	ids, text, err := parsePrompt(raw)
 	if err != nil || ids != nil {
 		return ids, err
 	}
