@@ -212,11 +212,6 @@ func addLat(b *exactBudget, d *dist, v int64) {
 // charted are the columns whose histograms the Summary carries.
 var charted = map[int]string{colE2E: "e2e", colTTFT: "ttft", colTPOT: "tpot"}
 
-const (
-	flagOK    = 1 << iota // 2xx or 3xx
-	flagMeets             // succeeded and met every SLO bound
-)
-
 // New returns an empty Analyzer.
 func New(opt Options) *Analyzer {
 	opt = opt.withDefaults()
