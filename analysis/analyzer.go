@@ -136,10 +136,12 @@ type counts struct {
 	batchN, queueN       int64
 	promptSum            float64
 	promptN              int64
+	cache                cacheAcc
 }
 
 func (c *counts) add(o *observation, ok, meets bool) {
 	c.n++
+	c.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
 		c.ok++
 		c.outTokens += int64(max(o.outTokens, 0))
@@ -176,6 +178,7 @@ func (c *counts) merge(o *counts) {
 	c.queueN += o.queueN
 	c.promptSum += o.promptSum
 	c.promptN += o.promptN
+	c.cache.merge(&o.cache)
 }
 
 // frameAcc accumulates one frame.
@@ -190,10 +193,12 @@ type frameAcc struct {
 type groupAcc struct {
 	n, ok           int64
 	e2e, ttft, tpot dist
+	cache           cacheAcc
 }
 
 func (g *groupAcc) add(b *exactBudget, o *observation, ok bool) {
 	g.n++
+	g.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
 		g.ok++
 	}

@@ -19,13 +19,14 @@ const (
 	colE2E
 	colE2ESched
 	colLag
+	colSessionDelay // replay --sessions: only turns that waited for a predecessor
 	numCols
 )
 
 // colOf maps SLO metrics to their columns.
 var colOf = map[Metric]int{
 	MetricTTFB: colTTFB, MetricTTFT: colTTFT, MetricTTST: colTTST, MetricTPOT: colTPOT,
-	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag,
+	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag, MetricSessionDelay: colSessionDelay,
 }
 
 // observation is one request, from a recording or a replay, in the shape
@@ -42,6 +43,7 @@ type observation struct {
 	itlUs []int32 // gaps between token events, µs (borrowed from the row)
 
 	outTokens, promptTokens int32
+	cachedTokens            int32 // prompt tokens served from the prefix cache; -1 when not reported
 	batch, queue            int32 // -1 when absent
 	bodyBytes               int64
 	method, path, model     string
@@ -100,6 +102,14 @@ func tpotOf(e2e, ttft int64, out int32) int64 {
 	return (e2e - ttft) / int64(out-1)
 }
 
+// cachedOrMissing reads an optional cached_tokens column.
+func cachedOrMissing(v *int32) int32 {
+	if v == nil {
+		return missing
+	}
+	return max(*v, 0)
+}
+
 func orMissing(v int64) int64 {
 	if v <= 0 {
 		return missing
@@ -122,6 +132,7 @@ func fromResult(r *formats.Result) observation {
 		method:    r.Method, path: r.Path,
 		model: r.Model,
 	}
+	o.cachedTokens = cachedOrMissing(r.CachedTokens)
 	if r.OrigTs.IsZero() {
 		o.orig = o.sched
 	}
@@ -132,6 +143,9 @@ func fromResult(r *formats.Result) observation {
 		o.lat[i] = missing
 	}
 	o.lat[colLag] = r.LagNs
+	if r.SessionDelayNs > 0 {
+		o.lat[colSessionDelay] = r.SessionDelayNs
+	}
 	if isOK(o.class) {
 		o.lat[colTTFB] = orMissing(r.TTFBNs)
 		o.lat[colTTFT] = orMissing(r.TTFTNs)
@@ -155,7 +169,7 @@ var exchangeColumns = []string{
 	"ts_unix_ns", "status", "error", "complete", // time, outcome
 	"ttfb_ns", "duration_ns", "ttft_ns", "event_gaps_us", // timings
 	"output_tokens", "prompt_tokens", "req_body_bytes", "prefix_hashes", // workload
-	"batch_size", "queue_depth", // server state
+	"batch_size", "queue_depth", "cached_tokens", // server state
 	"method", "path", "model", // breakdowns and filters
 }
 
@@ -179,6 +193,8 @@ func fromExchange(x *formats.Exchange) observation {
 		method:    x.Method, path: x.Path,
 		model:  x.Model,
 		prefix: x.PrefixHashes,
+
+		cachedTokens: cachedOrMissing(x.CachedTokens),
 	}
 	for i := range o.lat {
 		o.lat[i] = missing

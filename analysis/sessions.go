@@ -99,6 +99,10 @@ type Link struct {
 	// Ambiguous: several earlier turns, from different sessions or
 	// clients, ended with this one's history; the latest-ended was chosen.
 	Ambiguous bool
+	// Tag is the tag the session's first turn was linked with (see
+	// Linker.Link): the caller's name for the whole session, such as the
+	// key that keeps a session in one replay shard.
+	Tag string
 }
 
 // LinkColumns are the exchange/1 columns a Linker reads.
@@ -134,7 +138,8 @@ type turnNode struct {
 	turn       int
 	recSession string
 	client     string
-	gone       bool // evicted
+	tag        string // the session's first turn's tag
+	gone       bool   // evicted
 }
 
 // recordedSession is a recorded session's bounded state: the turns not yet
@@ -145,6 +150,7 @@ type recordedSession struct {
 	frontier int64      // latest start among turns settled by a later one
 	open     []turnSpan // turns whose end is after frontier
 	lastEnd  int64
+	tag      string
 }
 
 type turnSpan struct{ ord, start, end int64 }
@@ -167,22 +173,24 @@ func NewLinker(mode SessionMode, opts LinkerOptions) *Linker {
 // Mode reports the linker's mode.
 func (l *Linker) Mode() SessionMode { return l.mode }
 
-// Link places x (the ord-th exchange fed, in time order) in its session.
-// The returned Deps slice is x's own.
-func (l *Linker) Link(ord int64, x *formats.Exchange) Link {
+// Link places x (the ord-th exchange fed, in time order; ords increase) in
+// its session. tag is returned as Link.Tag for x when it starts a session,
+// and for every later turn of that session. The returned Deps slice is x's
+// own.
+func (l *Linker) Link(ord int64, tag string, x *formats.Exchange) Link {
 	l.now = max(l.now, x.TsUnixNs)
 	switch l.mode {
 	case SessionsInferred:
-		return l.linkInferred(ord, x)
+		return l.linkInferred(ord, tag, x)
 	case SessionsRecorded:
-		return l.linkRecorded(ord, x)
+		return l.linkRecorded(ord, tag, x)
 	}
-	return Link{}
+	return Link{Tag: tag}
 }
 
 func endOf(x *formats.Exchange) int64 { return x.TsUnixNs + max(x.DurationNs, 0) }
 
-func (l *Linker) linkInferred(ord int64, x *formats.Exchange) Link {
+func (l *Linker) linkInferred(ord int64, tag string, x *formats.Exchange) Link {
 	l.evict()
 	var lk Link
 	var parent *turnNode
@@ -190,14 +198,14 @@ func (l *Linker) linkInferred(ord int64, x *formats.Exchange) Link {
 		parent, lk.Ambiguous = l.choose(x, l.byKey[x.ParentTurnKey])
 	}
 	if parent != nil {
-		lk.Session, lk.Turn = parent.session, parent.turn+1
+		lk.Session, lk.Turn, lk.Tag = parent.session, parent.turn+1, parent.tag
 		lk.Deps = []int64{parent.ord}
 		lk.ThinkNs = max(x.TsUnixNs-parent.end, 0)
 	} else {
-		lk.Session = uint64(ord) + 1
+		lk.Session, lk.Tag = uint64(ord)+1, tag
 	}
 	if x.TurnKey != 0 {
-		n := &turnNode{ord: ord, key: x.TurnKey, start: x.TsUnixNs, end: endOf(x), session: lk.Session, turn: lk.Turn, recSession: x.Session, client: x.Client}
+		n := &turnNode{ord: ord, key: x.TurnKey, start: x.TsUnixNs, end: endOf(x), session: lk.Session, turn: lk.Turn, recSession: x.Session, client: x.Client, tag: lk.Tag}
 		l.byKey[n.key] = append(l.byKey[n.key], n)
 		l.fifo = append(l.fifo, n)
 		l.evict()
@@ -270,9 +278,9 @@ func (l *Linker) evict() {
 	}
 }
 
-func (l *Linker) linkRecorded(ord int64, x *formats.Exchange) Link {
+func (l *Linker) linkRecorded(ord int64, tag string, x *formats.Exchange) Link {
 	if x.Session == "" {
-		return Link{}
+		return Link{Tag: tag}
 	}
 	l.sinceGC++
 	if l.sinceGC >= 4096 {
@@ -285,7 +293,7 @@ func (l *Linker) linkRecorded(ord int64, x *formats.Exchange) Link {
 	}
 	s := l.sessions[x.Session]
 	if s == nil || s.lastEnd < x.TsUnixNs-int64(l.opts.Idle) {
-		s = &recordedSession{id: sessionID(x.Session), frontier: -1 << 62}
+		s = &recordedSession{id: sessionID(x.Session), frontier: -1 << 62, tag: tag}
 		l.sessions[x.Session] = s
 	}
 	start := x.TsUnixNs
@@ -298,7 +306,7 @@ func (l *Linker) linkRecorded(ord int64, x *formats.Exchange) Link {
 			s.frontier = max(s.frontier, t.start)
 		}
 	}
-	lk := Link{Session: s.id, Turn: s.turns}
+	lk := Link{Session: s.id, Turn: s.turns, Tag: s.tag}
 	var lastEnd int64 = -1
 	keep := s.open[:0]
 	for _, t := range s.open {
@@ -408,7 +416,7 @@ func NewSessionCounter(mode SessionMode, opts LinkerOptions) *SessionCounter {
 func (c *SessionCounter) Add(x *formats.Exchange) {
 	ord := c.n
 	c.n++
-	lk := c.l.Link(ord, x)
+	lk := c.l.Link(ord, "", x)
 	if lk.Ambiguous {
 		c.ambig++
 	}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestLinkerRecorded(t *testing.T) {
 	wantThink := []int64{0, 0, 100, 110, 120, 0, 100}
 	l := NewLinker(SessionsRecorded, LinkerOptions{})
 	for i := range xs {
-		lk := l.Link(int64(i), &xs[i])
+		lk := l.Link(int64(i), "", &xs[i])
 		if !reflect.DeepEqual(lk.Deps, want[i]) && !(len(lk.Deps) == 0 && want[i] == nil) {
 			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, want[i])
 		}
@@ -59,7 +60,7 @@ func TestLinkerInferred(t *testing.T) {
 	l := NewLinker(SessionsInferred, LinkerOptions{})
 	var sess []uint64
 	for i := range xs {
-		lk := l.Link(int64(i), &xs[i])
+		lk := l.Link(int64(i), "", &xs[i])
 		if len(lk.Deps) != len(wantDeps[i]) || (len(lk.Deps) > 0 && lk.Deps[0] != wantDeps[i][0]) {
 			t.Errorf("exchange %d: deps %v, want %v", i, lk.Deps, wantDeps[i])
 		}
@@ -84,15 +85,15 @@ func TestLinkerInferredAmbiguous(t *testing.T) {
 	anon := turnX(420, 10, "", 8, 5)
 	l := NewLinker(SessionsInferred, LinkerOptions{})
 	for i, x := range []*formats.Exchange{&a, &b} {
-		l.Link(int64(i), x)
+		l.Link(int64(i), "", x)
 	}
-	if lk := l.Link(2, &fa); len(lk.Deps) != 1 || lk.Deps[0] != 0 || lk.Ambiguous {
+	if lk := l.Link(2, "", &fa); len(lk.Deps) != 1 || lk.Deps[0] != 0 || lk.Ambiguous {
 		t.Errorf("client a's follow-up: %+v", lk)
 	}
-	if lk := l.Link(3, &fb); len(lk.Deps) != 1 || lk.Deps[0] != 1 || lk.Ambiguous {
+	if lk := l.Link(3, "", &fb); len(lk.Deps) != 1 || lk.Deps[0] != 1 || lk.Ambiguous {
 		t.Errorf("client b's follow-up: %+v", lk)
 	}
-	if lk := l.Link(4, &anon); len(lk.Deps) != 1 || lk.Deps[0] != 1 || !lk.Ambiguous {
+	if lk := l.Link(4, "", &anon); len(lk.Deps) != 1 || lk.Deps[0] != 1 || !lk.Ambiguous {
 		t.Errorf("follow-up without a client: %+v", lk)
 	}
 }
@@ -100,14 +101,14 @@ func TestLinkerInferredAmbiguous(t *testing.T) {
 func TestLinkerForgetsIdleTurns(t *testing.T) {
 	l := NewLinker(SessionsInferred, LinkerOptions{Idle: time.Second, MaxTurns: 2})
 	x0 := turnX(0, 10, "", 1, 0)
-	l.Link(0, &x0)
+	l.Link(0, "", &x0)
 	late := turnX(5000, 10, "", 2, 1) // 5 s later: beyond Idle
-	if lk := l.Link(1, &late); len(lk.Deps) != 0 {
+	if lk := l.Link(1, "", &late); len(lk.Deps) != 0 {
 		t.Fatalf("continuation after the idle bound linked: %+v", lk)
 	}
 	for i := range 10 {
 		x := turnX(5100+int64(i), 1, "", int64(100+i), 0)
-		l.Link(int64(2+i), &x)
+		l.Link(int64(2+i), "", &x)
 	}
 	if n := len(l.byKey); n > 2 {
 		t.Fatalf("linker remembers %d turns, MaxTurns 2", n)
@@ -131,5 +132,50 @@ func TestSessionCounter(t *testing.T) {
 	}
 	if len(st.Longest) != 1 || st.Longest[0].Turns != 4 || st.Longest[0].Depth != 3 {
 		t.Fatalf("longest %+v", st.Longest)
+	}
+}
+
+// TestSessionDelayReported: report and compare show how long session turns
+// waited for their predecessors, apart from lag.
+func TestSessionDelayReported(t *testing.T) {
+	start := time.Unix(0, t0ns).UTC()
+	results := func(delay time.Duration) *Analyzer {
+		a := New(Options{})
+		for i := range 40 {
+			r := &formats.Result{RunID: "r", Seq: int64(i + 1), OrigTs: start.Add(time.Duration(i) * 100 * time.Millisecond), Frame: start,
+				SentUnixNs: t0ns + int64(i)*1e8, LagNs: 50_000, Status: 200, E2ENs: 2e8, E2ESchedNs: 2e8, BatchSize: -1, QueueDepth: -1}
+			if i%2 == 1 { // every other request is a later turn
+				r.SessionDelayNs = int64(delay)
+				r.E2ESchedNs += int64(delay)
+			}
+			a.AddResult(r)
+		}
+		return a
+	}
+	a, b := results(100*time.Millisecond), results(400*time.Millisecond)
+	s := a.Summary()
+	if s.SessionDelay.N != 20 || s.SessionDelay.P50 != 100*time.Millisecond || s.Lag.P99 != 50*time.Microsecond {
+		t.Fatalf("session delay %+v, lag %+v", s.SessionDelay, s.Lag)
+	}
+	var text strings.Builder
+	if err := s.WriteText(&text); err != nil || !strings.Contains(text.String(), "session_delay") {
+		t.Fatalf("report text lacks session_delay (%v):\n%s", err, text.String())
+	}
+	c := Compare(a, b, CompareOptions{Resamples: 50})
+	found := false
+	for _, d := range c.Metrics {
+		if d.Name == "session_delay.p50" {
+			found = true
+			if time.Duration(d.Abs) != 300*time.Millisecond {
+				t.Errorf("session_delay.p50 delta %v", time.Duration(d.Abs))
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("compare has no session_delay.p50")
+	}
+	rules, err := ParseRules("session_delay>+50%")
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("ParseRules(session_delay>+50%%): %v", err)
 	}
 }

@@ -65,6 +65,9 @@ type Signals struct {
 	Mover       string  `json:"mover"`
 	MoverR      float64 `json:"mover_r"`
 	Explanation string  `json:"explanation"` // the one-line server-side verdict
+	// EngineCache is the engine's prefix-cache reuse over the run, from
+	// its counters (vLLM); nil when none was scraped.
+	EngineCache *EngineCacheReuse `json:"engine_cache,omitempty"`
 }
 
 // SignalSeries is one series per frame, with its correlation with the tail.
@@ -156,6 +159,9 @@ func LoadSignals(ctx context.Context, paths []string, s *Summary, opt SignalOpti
 		return nil, err
 	}
 	sig.Samples, sig.Sources = n, sources
+	if sig.EngineCache, err = loadEngineCache(ctx, dirs, opt.Reader); err != nil {
+		return nil, err
+	}
 	sig.align(s, series, raw, clock)
 	sig.explain(s)
 	return sig, nil
@@ -541,6 +547,9 @@ func (sig *Signals) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
+	if e := sig.EngineCache; e != nil {
+		ew.printf("%s\n", e.line())
+	}
 	ew.printf("%s\n", sig.Explanation)
 	return ew.err
 }
@@ -560,6 +569,9 @@ func writeCompareSignals(w io.Writer, c *Comparison) {
 	}{{"A", c.A}, {"B", c.B}} {
 		if side.s != nil && side.s.Signals != nil {
 			fmt.Fprintf(w, "\n%s %s", side.name, side.s.Signals.Explanation)
+			if e := side.s.Signals.EngineCache; e != nil {
+				fmt.Fprintf(w, "\n%s %s", side.name, e.line())
+			}
 		}
 	}
 	if (c.A != nil && c.A.Signals != nil) || (c.B != nil && c.B.Signals != nil) {

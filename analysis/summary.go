@@ -38,6 +38,10 @@ type Summary struct {
 	ITL      Quantiles `json:"itl"`       // per token-bearing event, pooled (µs resolution)
 	ITLToken Quantiles `json:"itl_token"` // per token where usage gives more tokens than events
 	Lag      Quantiles `json:"lag"`
+	// SessionDelay is over the turns that waited for a predecessor on the
+	// shadow beyond their recorded schedule (replay --sessions); N = 0
+	// otherwise. It is part of E2ESched, not of Lag.
+	SessionDelay Quantiles `json:"session_delay"`
 
 	// Histograms of e2e, ttft, tpot and itl, for distribution charts.
 	Histograms map[string]Histogram `json:"histograms"`
@@ -72,6 +76,8 @@ type Summary struct {
 
 	// Recording-only: prefix sharing (see PrefixSharing).
 	Prefix PrefixSharing `json:"prefix"`
+	// Cache is the prefix-cache reuse the server reported (cached_tokens).
+	Cache CacheReuse `json:"cache,omitzero"`
 
 	// Signals are the server-side series scraped beside the run, per frame
 	// (LoadSignals); nil when none were scraped.
@@ -101,36 +107,38 @@ type PrefixSharing struct {
 
 // Frame is one window of the original timeline.
 type Frame struct {
-	Start           time.Time `json:"start"` // original wall-clock start
-	Requests        int64     `json:"requests"`
-	OK              int64     `json:"ok"`
-	Errors          int64     `json:"errors"`
-	Rate            float64   `json:"rate"` // requests per second of original time
-	E2E             Quantiles `json:"e2e"`
-	E2ESched        Quantiles `json:"e2e_sched"`
-	TTFT            Quantiles `json:"ttft"`
-	TPOT            Quantiles `json:"tpot"`
-	Lag             Quantiles `json:"lag"`
-	OutputTokens    int64     `json:"output_tokens"`
-	MeanBatchSize   float64   `json:"mean_batch_size"`  // 0 when not reported
-	MeanQueueDepth  float64   `json:"mean_queue_depth"` // 0 when not reported
-	MeanPrompt      float64   `json:"mean_prompt_tokens"`
-	LongPromptShare float64   `json:"long_prompt_share"`
-	MeetingSLO      int64     `json:"meeting_slo"`
-	Judged          bool      `json:"judged"`    // has requests and an SLO to judge
-	MeetsSLO        bool      `json:"meets_slo"` // judged and its window quantile meets every bound
-	Misses          []string  `json:"misses,omitempty"`
+	Start           time.Time  `json:"start"` // original wall-clock start
+	Requests        int64      `json:"requests"`
+	OK              int64      `json:"ok"`
+	Errors          int64      `json:"errors"`
+	Rate            float64    `json:"rate"` // requests per second of original time
+	E2E             Quantiles  `json:"e2e"`
+	E2ESched        Quantiles  `json:"e2e_sched"`
+	TTFT            Quantiles  `json:"ttft"`
+	TPOT            Quantiles  `json:"tpot"`
+	Lag             Quantiles  `json:"lag"`
+	OutputTokens    int64      `json:"output_tokens"`
+	MeanBatchSize   float64    `json:"mean_batch_size"`  // 0 when not reported
+	MeanQueueDepth  float64    `json:"mean_queue_depth"` // 0 when not reported
+	MeanPrompt      float64    `json:"mean_prompt_tokens"`
+	LongPromptShare float64    `json:"long_prompt_share"`
+	MeetingSLO      int64      `json:"meeting_slo"`
+	Cache           CacheReuse `json:"cache,omitzero"`
+	Judged          bool       `json:"judged"`    // has requests and an SLO to judge
+	MeetsSLO        bool       `json:"meets_slo"` // judged and its window quantile meets every bound
+	Misses          []string   `json:"misses,omitempty"`
 }
 
 // Group is one breakdown key (a route, model, prompt bucket or status class).
 type Group struct {
-	Key      string    `json:"key"`
-	Requests int64     `json:"requests"`
-	OK       int64     `json:"ok"`
-	Errors   int64     `json:"errors"`
-	E2E      Quantiles `json:"e2e"`
-	TTFT     Quantiles `json:"ttft"`
-	TPOT     Quantiles `json:"tpot"`
+	Key      string     `json:"key"`
+	Requests int64      `json:"requests"`
+	OK       int64      `json:"ok"`
+	Errors   int64      `json:"errors"`
+	E2E      Quantiles  `json:"e2e"`
+	TTFT     Quantiles  `json:"ttft"`
+	TPOT     Quantiles  `json:"tpot"`
+	Cache    CacheReuse `json:"cache,omitzero"`
 }
 
 // Summary computes every metric from what was added so far.
@@ -171,6 +179,7 @@ func (a *Analyzer) Summary() *Summary {
 	}
 
 	s.OK, s.OutputTokens = t.ok, t.outTokens
+	s.Cache = t.cache.reuse()
 	s.Errors = s.Requests - s.OK
 	s.ErrorRate = float64(s.Errors) / float64(n)
 	if t.batchN > 0 {
@@ -187,6 +196,7 @@ func (a *Analyzer) Summary() *Summary {
 	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.lat[colE2ESched].quantiles(), a.lat[colTTFB].quantiles()
 	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
 	s.ITL, s.ITLToken = a.itl.quantiles(), a.itlToken.quantiles()
+	s.SessionDelay = a.lat[colSessionDelay].quantiles()
 	s.Histograms["itl"] = histogramOfDist(&a.itl)
 
 	s.RequestRate = rate(float64(n))
@@ -292,7 +302,7 @@ func bucketNames(bounds []int32) []string {
 func groups(accs []*groupAcc, names []string, all *Summary) []Group {
 	if len(names) == 1 && all.Requests > 0 {
 		// One group holds every request: its metrics are the summary's.
-		return []Group{{Key: names[0], Requests: all.Requests, OK: all.OK, Errors: all.Errors, E2E: all.E2E, TTFT: all.TTFT, TPOT: all.TPOT}}
+		return []Group{{Key: names[0], Requests: all.Requests, OK: all.OK, Errors: all.Errors, E2E: all.E2E, TTFT: all.TTFT, TPOT: all.TPOT, Cache: all.Cache}}
 	}
 	var out []Group
 	for g, acc := range accs {
@@ -300,7 +310,7 @@ func groups(accs []*groupAcc, names []string, all *Summary) []Group {
 			continue
 		}
 		out = append(out, Group{Key: names[g], Requests: acc.n, OK: acc.ok, Errors: acc.n - acc.ok,
-			E2E: acc.e2e.quantiles(), TTFT: acc.ttft.quantiles(), TPOT: acc.tpot.quantiles()})
+			E2E: acc.e2e.quantiles(), TTFT: acc.ttft.quantiles(), TPOT: acc.tpot.quantiles(), Cache: acc.cache.reuse()})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Requests > out[j].Requests })
 	return out
@@ -343,7 +353,7 @@ func (a *Analyzer) frameTable(long int32) []Frame {
 func (a *Analyzer) frame1(acc *frameAcc, long int32) Frame {
 	c := &acc.c
 	fr := Frame{Start: time.Unix(0, acc.start).UTC(), Requests: c.n, OK: c.ok, Errors: c.n - c.ok,
-		OutputTokens: c.outTokens, MeetingSLO: c.meets}
+		OutputTokens: c.outTokens, MeetingSLO: c.meets, Cache: c.cache.reuse()}
 	fr.Rate = float64(c.n) / a.opt.Frame.Seconds()
 	if c.batchN > 0 {
 		fr.MeanBatchSize = c.batchSum / float64(c.batchN)

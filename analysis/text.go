@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,6 +44,17 @@ func sig3(x float64) string {
 func FormatDuration(d time.Duration) string { return fmtDur(d) }
 
 func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+// pct2 is a percentage with two decimals, for reuse ratios of a few percent.
+func pct2(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
+
+// cacheOrDash is a reuse cell: "-" when no request reported cached tokens.
+func cacheOrDash(c CacheReuse) string {
+	if c.Requests == 0 {
+		return "-"
+	}
+	return pct2(c.Reuse)
+}
 
 // WriteFrameLine writes one frame's summary on one line, as replay's
 // progress and --step mode print it:
@@ -94,13 +106,20 @@ func (s *Summary) metricRows() []struct {
 	Name string
 	Q    Quantiles
 } {
-	return []struct {
+	rows := []struct {
 		Name string
 		Q    Quantiles
 	}{
 		{"e2e", s.E2E}, {"e2e_sched", s.E2ESched}, {"ttfb", s.TTFB}, {"ttft", s.TTFT}, {"ttst", s.TTST},
 		{"tpot", s.TPOT}, {"itl", s.ITL}, {"itl_token", s.ITLToken}, {"lag", s.Lag},
 	}
+	if s.SessionDelay.N > 0 {
+		rows = append(rows, struct {
+			Name string
+			Q    Quantiles
+		}{"session_delay", s.SessionDelay})
+	}
+	return rows
 }
 
 // WriteText writes the summary as a plain-text report: totals, latency
@@ -159,6 +178,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 		ew.printf("prefix sharing: %s of %d blocks seen before%s; %s of requests share their first block\n",
 			pct(s.Prefix.Ratio), s.Prefix.Blocks, capped, pct(s.Prefix.RequestShare))
 	}
+	if c := s.Cache; c.Requests > 0 {
+		ew.printf("prefix-cache reuse (server's cached_tokens): %s ± %s of prompt tokens (%d of %d, %d of %d requests reporting)\n",
+			pct2(c.Reuse), pct2(c.StdErr), c.CachedTokens, c.PromptTokens, c.Requests, s.Requests)
+	}
 	for _, g := range []struct {
 		title  string
 		groups []Group
@@ -213,17 +236,31 @@ func writeGroups(w io.Writer, title string, groups []Group) {
 	}
 	fmt.Fprintf(w, "\nby %s:\n", title)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  key\treq\terr\te2e p50\te2e p99\tttft p99\ttpot p50\t")
+	cache := slices.ContainsFunc(groups, func(g Group) bool { return g.Cache.Requests > 0 })
+	header := "  key\treq\terr\te2e p50\te2e p99\tttft p99\ttpot p50\t"
+	if cache {
+		header += "cache\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, g := range groups {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", orDash(g.Key), g.Requests, g.Errors,
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\t", orDash(g.Key), g.Requests, g.Errors,
 			qv(g.E2E, g.E2E.P50), qv(g.E2E, g.E2E.P99), qv(g.TTFT, g.TTFT.P99), qv(g.TPOT, g.TPOT.P50))
+		if cache {
+			fmt.Fprintf(tw, "%s\t", cacheOrDash(g.Cache))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }
 
 func writeFrameTable(w io.Writer, frames []Frame) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  start\treq\terr\trate/s\te2e p50\tp95\tp99\tttft p99\tlag p99\tbatch\tqueue\tlong%\tSLO\t")
+	cache := slices.ContainsFunc(frames, func(f Frame) bool { return f.Cache.Requests > 0 })
+	header := "  start\treq\terr\trate/s\te2e p50\tp95\tp99\tttft p99\tlag p99\tbatch\tqueue\tlong%\tSLO\t"
+	if cache {
+		header += "cache\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, f := range frames {
 		slo := ""
 		if f.Judged {
@@ -232,10 +269,14 @@ func writeFrameTable(w io.Writer, frames []Frame) {
 				slo = "MISS"
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
 			f.Start.UTC().Format("01-02 15:04:05"), f.Requests, f.Errors, f.Rate,
 			qv(f.E2E, f.E2E.P50), qv(f.E2E, f.E2E.P95), qv(f.E2E, f.E2E.P99), qv(f.TTFT, f.TTFT.P99), qv(f.Lag, f.Lag.P99),
 			num(f.MeanBatchSize), num(f.MeanQueueDepth), pctOrDash(f.LongPromptShare, f.MeanPrompt > 0), slo)
+		if cache {
+			fmt.Fprintf(tw, "%s\t", cacheOrDash(f.Cache))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

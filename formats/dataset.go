@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/reelkit/reel/formats/store"
 )
 
 // ErrBadFile marks a file that is not a readable reel file of the wanted
@@ -59,11 +62,15 @@ func nsTime(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// ListFiles expands paths (files, directory trees, globs) into the sorted,
-// de-duplicated list of Parquet files they name. Inside directories, names
-// starting with '_' or '.' are skipped (temporary files, the spool) and only
-// *.parquet files are taken; glob matches with such names are skipped too; a
-// file named explicitly is always taken.
+// ListFiles expands paths (files, directory trees, globs, storage URLs)
+// into the sorted, de-duplicated list of Parquet files they name. Inside
+// directories and below URL prefixes, names starting with '_' or '.' are
+// skipped (temporary files, the spool) and only *.parquet files are taken;
+// glob matches with such names are skipped too; a file named explicitly is
+// always taken. Files a completed compaction replaced, and the parts of a
+// compaction that did not complete, are left out (compact.go), so a
+// dataset reads the same before, during and after `reel compact`. Files in
+// object storage are named by URL (s3://bucket/key).
 func ListFiles(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -74,6 +81,16 @@ func ListFiles(paths []string) ([]string, error) {
 		}
 	}
 	for _, p := range paths {
+		if store.IsURL(p) {
+			files, err := listRemote(context.Background(), p)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range files {
+				add(f)
+			}
+			continue
+		}
 		matches := []string{p}
 		glob := strings.ContainsAny(p, "*?[")
 		if glob {
@@ -122,7 +139,7 @@ func ListFiles(paths []string) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return compactionView(out)
 }
 
 // StatFile reads a file's footer and describes it. It fails with ErrBadFile
@@ -136,16 +153,12 @@ func StatFile(path string) (*FileInfo, error) {
 	return describe(path, pf)
 }
 
-// openParquet opens a file and parses its footer; the caller closes f.
-func openParquet(path string) (f *os.File, pf *parquet.File, err error) {
-	f, err = os.Open(path)
+// openParquet opens a file, local or remote, and parses its footer; the
+// caller closes f.
+func openParquet(path string) (f store.File, pf *parquet.File, err error) {
+	f, extra, err := openSource(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	defer func() {
 		if p := recover(); p != nil { // parquet-go on a damaged footer
@@ -153,7 +166,8 @@ func openParquet(path string) (f *os.File, pf *parquet.File, err error) {
 			f, pf, err = nil, nil, fmt.Errorf("%s: %w: %v", path, ErrBadFile, p)
 		}
 	}()
-	pf, err = parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	opts := append([]parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}, extra...)
+	pf, err = parquet.OpenFile(f, f.Size(), opts...)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w: %v (truncated or not Parquet)", path, ErrBadFile, err)

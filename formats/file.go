@@ -70,6 +70,7 @@ type fileConfig struct {
 	rowGroupRows  int
 	rowGroupBytes int64
 	rotateSize    int64
+	pageBytes     int               // page buffer size; 0: 1 MiB
 	meta          map[string]string // complete key-value metadata
 }
 
@@ -96,12 +97,16 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 
 // parquetOptions are the writer options of every file holding T.
 func parquetOptions[T Record](cfg fileConfig, now time.Time) []parquet.WriterOption {
+	pageBytes := cfg.pageBytes
+	if pageBytes <= 0 {
+		pageBytes = 1 << 20
+	}
 	opts := []parquet.WriterOption{
 		parquet.Compression(cfg.codec),
 		parquet.DataPageVersion(1),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.MaxRowsPerRowGroup(int64(cfg.rowGroupRows)),
-		parquet.PageBufferSize(1 << 20),
+		parquet.PageBufferSize(pageBytes),
 		parquet.CreatedBy("reel", Version, ""),
 		parquet.KeyValueMetadata(metaCreatedKey, now.UTC().Format(time.RFC3339Nano)),
 	}

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/reelkit/reel/formats/store"
 )
 
 // MetricSchema is the reel.schema value of files holding Metric rows.
@@ -15,7 +18,12 @@ const MetricSchema = "metrics/1"
 // (DIR.metrics/dt=YYYY-MM-DD/hour=HH/*.parquet). A sibling rather than a
 // subdirectory, so that query engines reading DIR/**/*.parquet see one
 // schema; `reel stats`, `reel report` and `reel compare` look there.
-func MetricsDir(dir string) string { return filepath.Clean(dir) + ".metrics" }
+func MetricsDir(dir string) string {
+	if store.IsURL(dir) {
+		return strings.TrimRight(dir, "/") + ".metrics"
+	}
+	return filepath.Clean(dir) + ".metrics"
+}
 
 // Metric is one scraped Prometheus sample: a row of the metrics/1 schema.
 // Counters, histograms and summaries are stored raw, as exposed (histogram

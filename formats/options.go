@@ -36,14 +36,29 @@ const (
 	DefaultRowGroupBytes = 32 << 20
 	DefaultSyncEvery     = time.Second
 	DefaultMaxOpenHours  = 2
+	DefaultUploadWait    = time.Minute
 )
 
 // WriterOptions configure a dataset Writer. The zero value of every field but
 // Dir works; defaults are in the field comments.
 type WriterOptions struct {
-	// Dir is the dataset root; files go to Dir/dt=YYYY-MM-DD/hour=HH/.
-	// Required.
+	// Dir is the dataset root, a local directory or a storage URL
+	// (s3://bucket/prefix; package store); files go to
+	// Dir/dt=YYYY-MM-DD/hour=HH/. With a URL, files are written in
+	// SpoolDir and uploaded once closed (upload.go). Required.
 	Dir string
+	// SpoolDir is the local directory a writer to a storage URL works in
+	// (spool, files being written, closed files waiting for their
+	// upload); ignored for a local Dir, where the spool is Dir/_spool.
+	// Default DefaultSpoolDir(Dir).
+	SpoolDir string
+	// UploadWait bounds how long Close keeps uploading closed files to a
+	// storage URL; what is left stays in SpoolDir for the next writer
+	// there. Default 1 minute.
+	UploadWait time.Duration
+	// Warn receives failed upload attempts (each is retried). Default:
+	// ignore; Stats.UploadErrors counts them.
+	Warn func(error)
 	// Recorder identifies the writer in file names and metadata
 	// (letters, digits, '.', '_' and '-'; not starting with '_' or '.').
 	// Default "reel".
@@ -100,6 +115,13 @@ type Stats struct {
 	Syncs        int64 // spool fsyncs
 	Recovered    int64 // records recovered from a predecessor's spool
 	Lost         int64 // spool frames found damaged during recovery (torn tails)
+
+	// Upload figures, for a writer to a storage URL.
+	Uploaded           int64 // closed files uploaded and released from local disk
+	UploadedBytes      int64 // their bytes
+	UploadErrors       int64 // failed upload attempts (each retried with backoff)
+	UploadPending      int64 // closed files waiting in SpoolDir for their upload
+	UploadPendingBytes int64 // their bytes
 }
 
 // ReaderOptions configure a Reader. The zero value reads everything and fails
@@ -152,6 +174,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.UploadWait <= 0 {
+		o.UploadWait = DefaultUploadWait
 	}
 	return o
 }

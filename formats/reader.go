@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/reelkit/reel/formats/store"
 )
 
 // Reader streams the records of a dataset in time order (Exchange.TsUnixNs,
@@ -58,7 +59,7 @@ type run[T Record] struct {
 
 // openFile is a file shared by its open runs.
 type openFile struct {
-	f    *os.File
+	f    store.File
 	pf   *parquet.File
 	refs int
 }

@@ -156,8 +156,8 @@ func recoverSpool[T Record](ctx context.Context, w *Writer[T], dir string) (reco
 						continue
 					}
 					final := filepath.Join(w.opts.Dir, rel)
-					if _, err := os.Stat(final); err == nil {
-						paths[ordinal] = "" // renamed before the crash
+					if w.committed(rel) {
+						paths[ordinal] = "" // renamed (or uploaded) before the crash
 						continue
 					}
 					paths[ordinal] = final
@@ -217,6 +217,16 @@ func recoverSpool[T Record](ctx context.Context, w *Writer[T], dir string) (reco
 		w.stats.BytesWritten += size
 	}
 	return recovered, lost, nil
+}
+
+// committed reports whether the file at rel (relative to the dataset) was
+// complete before a crash: renamed into place, or, for a storage URL,
+// uploaded already.
+func (w *Writer[T]) committed(rel string) bool {
+	if _, err := os.Stat(filepath.Join(w.opts.Dir, rel)); err == nil {
+		return true
+	}
+	return w.up != nil && w.up.exists(rel)
 }
 
 // removeStaleTemps deletes temporary Parquet files of sessions that are no

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/reelkit/reel/formats/store"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -41,6 +44,7 @@ type Writer[T Record] struct {
 	sid   string    // session id: <recorder>-<start>, unique per Dir
 	epoch time.Time // see Epoch
 	sess  *session
+	up    *uploader // nil for a local Dir
 	stop  chan struct{}
 	done  chan struct{}
 
@@ -64,6 +68,25 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	}
 	if !recorderRE.MatchString(opts.Recorder) {
 		return nil, fmt.Errorf("new writer: recorder id %q: use letters, digits, '.', '_' and '-'", opts.Recorder)
+	}
+	if strings.HasPrefix(opts.Recorder, compactPrefix) {
+		return nil, fmt.Errorf("new writer: recorder id %q: names starting with %q are compaction sets'", opts.Recorder, compactPrefix)
+	}
+	var up *uploader
+	if store.IsURL(opts.Dir) {
+		l, err := resolve(ctx, opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("new writer: %w", err)
+		}
+		if l.bucket == nil { // file://
+			opts.Dir = l.local
+		} else {
+			if opts.SpoolDir == "" {
+				opts.SpoolDir = DefaultSpoolDir(opts.Dir)
+			}
+			up = newUploader(l, opts.SpoolDir, opts.Warn)
+			opts.Dir = opts.SpoolDir // everything up to the upload happens on local disk
+		}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("new writer: %w", err)
@@ -92,6 +115,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 			rotateSize:    opts.RotateSize,
 			meta:          meta,
 		},
+		up:     up,
 		files:  map[int64]*fileWriter[T]{},
 		pinned: math.MaxInt,
 		ratio:  1,
@@ -108,6 +132,13 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	if err != nil {
 		sess.remove()
 		return nil, fmt.Errorf("new writer: recover: %w", err)
+	}
+	if up != nil {
+		if err := up.scan(); err != nil {
+			sess.remove()
+			return nil, fmt.Errorf("new writer: %w", err)
+		}
+		up.start()
 	}
 	go w.background()
 	return w, nil
@@ -181,6 +212,11 @@ func (w *Writer[T]) Stats() Stats {
 	s := w.stats
 	s.OpenFiles = len(w.files)
 	s.SpoolBytes = w.sess.bytes()
+	if w.up != nil {
+		u := w.up.snapshot()
+		s.Uploaded, s.UploadedBytes, s.UploadErrors = u.uploaded, u.bytes, u.errors
+		s.UploadPending, s.UploadPendingBytes = u.pending, u.pendingBytes
+	}
 	return s
 }
 
@@ -188,8 +224,11 @@ func (w *Writer[T]) Stats() Stats {
 // place and removes the spool, waiting until that is done or ctx ends. When
 // ctx ends first, the files not yet closed are given up and their records
 // stay in the spool, as after a failed Close: the next NewWriter on the
-// directory recovers them (without a spool, NoSpool, they are lost). Close
-// reports ErrClosed when called again; what was written is in Stats.
+// directory recovers them (without a spool, NoSpool, they are lost). With a
+// storage URL, Close then uploads the closed files until ctx ends or for at
+// most UploadWait; what is not uploaded stays in SpoolDir, and the next
+// NewWriter there uploads it. Close reports ErrClosed when called again;
+// what was written is in Stats.
 func (w *Writer[T]) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closed {
@@ -207,7 +246,19 @@ func (w *Writer[T]) Close(ctx context.Context) error {
 	}
 
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	err := w.closeAll(ctx)
+	w.mu.Unlock()
+	if w.up != nil {
+		if uerr := w.up.finish(ctx, w.opts.UploadWait); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("close writer: %w", uerr))
+		}
+	}
+	return err
+}
+
+// closeAll closes every open file and removes the spool, or keeps it when a
+// file failed.
+func (w *Writer[T]) closeAll(ctx context.Context) error {
 	var errs []error
 	for _, fw := range w.files {
 		if err := ctx.Err(); err != nil {
@@ -335,6 +386,11 @@ func (w *Writer[T]) closeFile(fw *fileWriter[T]) error {
 	w.stats.BytesWritten += size
 	if fw.flushed > 0 {
 		w.ratio = min(1, float64(size)/float64(fw.flushed))
+	}
+	if w.up != nil {
+		if rel, err := filepath.Rel(w.opts.Dir, fw.final); err == nil {
+			w.up.enqueue(rel, size)
+		}
 	}
 	if !w.sess.spooling() {
 		return nil

@@ -250,30 +250,53 @@ func (r *Redactor) Detect(s string) (string, []Finding) {
 // replacement, as a token may have a new shape; without, every regexp
 // runs: the reference the tests compare with.
 func (r *Redactor) detectAll(s string, findings *[]Finding, prefilter bool) (string, bool) {
-	return r.detectDepth(s, findings, prefilter, false, 0)
+	return r.detectDepth(s, findings, prefilter, addrsReplace, 0)
 }
 
-// detectInfra is detect for text about the operator's own machines (error
-// strings, the host and upstream columns): loopback, private and
+// addrPolicy says which IP addresses a scan leaves in place.
+type addrPolicy uint8
+
+const (
+	addrsReplace  addrPolicy = iota // every address is replaced (client addresses, bodies, headers)
+	addrsInternal                   // loopback, private and link-local addresses stay
+	addrsKeep                       // every address stays
+)
+
+// detectError is detect for error strings: loopback, private and
 // link-local addresses stay readable, as they name machines inside the
 // operator's network, not people, and an error that says which backend
-// refused is what makes it worth keeping. Public addresses (a client's)
-// and everything else are replaced as usual.
-func (r *Redactor) detectInfra(s string) string {
-	out, _ := r.detectDepth(s, nil, true, true, 0)
+// refused is what makes it worth keeping. A public address there may be a
+// client's ("read tcp 10.0.0.5:8000->203.0.113.9:51234") and is replaced.
+func (r *Redactor) detectError(s string) string {
+	out, _ := r.detectDepth(s, nil, true, addrsInternal, 0)
 	return out
 }
 
-// internalAddr reports whether m is a loopback, private or link-local IP.
-func internalAddr(m string) bool {
-	a, err := netip.ParseAddr(m)
-	return err == nil && (a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified())
+// detectServer is detect for the host and upstream columns: they name the
+// server a client addressed and the backend the gateway used, never a
+// person's machine, so addresses stay (replay's recorded-host refusal
+// compares them with --target); everything else is replaced as usual.
+func (r *Redactor) detectServer(s string) string {
+	out, _ := r.detectDepth(s, nil, true, addrsKeep, 0)
+	return out
+}
+
+// keeps reports whether the policy leaves address m in place.
+func (p addrPolicy) keeps(m string) bool {
+	switch p {
+	case addrsKeep:
+		return true
+	case addrsInternal:
+		a, err := netip.ParseAddr(m)
+		return err == nil && (a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified())
+	}
+	return false
 }
 
 // maxBase64Depth bounds how many layers of base64 are decoded.
 const maxBase64Depth = 2
 
-func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter, keepInternal bool, depth int) (string, bool) {
+func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter bool, keepAddrs addrPolicy, depth int) (string, bool) {
 	if !needsScan(s) {
 		return s, false
 	}
@@ -291,7 +314,7 @@ func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter, keepInt
 			if d.valid != nil && !d.valid(m) {
 				return m, false
 			}
-			if keepInternal && (d.typ == EntityIPv4 || d.typ == EntityIPv6) && internalAddr(m) {
+			if (d.typ == EntityIPv4 || d.typ == EntityIPv6) && keepAddrs.keeps(m) {
 				return m, false
 			}
 			g := r.seed(domainPII, d.typ, m)
@@ -312,7 +335,7 @@ func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter, keepInt
 		}
 	}
 	if depth < maxBase64Depth && (!prefilter || f.base64) {
-		if out, replaced := r.detectBase64(s, findings, prefilter, keepInternal, depth); replaced {
+		if out, replaced := r.detectBase64(s, findings, prefilter, keepAddrs, depth); replaced {
 			s, changed = out, true
 		}
 	}
@@ -359,13 +382,13 @@ func (d *detector) replace(s string, tok func(m string) (string, bool)) (string,
 // the same length and alphabet. A run that does not decode as a whole is
 // tried again in pieces split at '-' and '_' (standard base64 glued to a
 // name: "tok_Y29udGFjdC…"). Finding.Value is the encoded run.
-func (r *Redactor) detectBase64(s string, findings *[]Finding, prefilter, keepInternal bool, depth int) (string, bool) {
-	return r.base64Runs(s, findings, prefilter, keepInternal, depth, isBase64Byte)
+func (r *Redactor) detectBase64(s string, findings *[]Finding, prefilter bool, keepAddrs addrPolicy, depth int) (string, bool) {
+	return r.base64Runs(s, findings, prefilter, keepAddrs, depth, isBase64Byte)
 }
 
 func isStdBase64Byte(c byte) bool { return isASCIIAlnum(c) || c == '+' || c == '/' }
 
-func (r *Redactor) base64Runs(s string, findings *[]Finding, prefilter, keepInternal bool, depth int, in func(byte) bool) (string, bool) {
+func (r *Redactor) base64Runs(s string, findings *[]Finding, prefilter bool, keepAddrs addrPolicy, depth int, in func(byte) bool) (string, bool) {
 	var out []byte
 	last := 0
 	for i := 0; i < len(s); {
@@ -383,14 +406,14 @@ func (r *Redactor) base64Runs(s string, findings *[]Finding, prefilter, keepInte
 		run := s[i:j]
 		t, found := "", false
 		if len(run) >= minBase64Run {
-			if r.base64Secret(run, prefilter, keepInternal, depth) {
+			if r.base64Secret(run, prefilter, keepAddrs, depth) {
 				g := r.seed(domainPII, EntityBase64, run)
 				t, found = reshape(run, 0, &g), true
 				if findings != nil {
 					*findings = append(*findings, Finding{Type: EntityBase64, Value: run, Token: t})
 				}
 			} else if strings.ContainsAny(run, "-_") {
-				t, found = r.base64Runs(run, findings, prefilter, keepInternal, depth, isStdBase64Byte)
+				t, found = r.base64Runs(run, findings, prefilter, keepAddrs, depth, isStdBase64Byte)
 			}
 		}
 		if found {
@@ -413,7 +436,7 @@ var base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncodi
 
 // base64Secret reports whether run decodes to text with something
 // detectable in it.
-func (r *Redactor) base64Secret(run string, prefilter, keepInternal bool, depth int) bool {
+func (r *Redactor) base64Secret(run string, prefilter bool, keepAddrs addrPolicy, depth int) bool {
 	var b base64Run
 	qualifies := false
 	for i := 0; i < len(run) && !qualifies; i++ {
@@ -427,7 +450,7 @@ func (r *Redactor) base64Secret(run string, prefilter, keepInternal bool, depth 
 		if err != nil || len(dec) == 0 || !utf8.Valid(dec) {
 			continue
 		}
-		_, found := r.detectDepth(string(dec), nil, prefilter, keepInternal, depth+1)
+		_, found := r.detectDepth(string(dec), nil, prefilter, keepAddrs, depth+1)
 		return found
 	}
 	return false

@@ -40,12 +40,20 @@
 //     Bytes of a scheme never change (testdata/golden); datasets written
 //     under redact/1 (64-byte HMAC blocks) still replay, with a note.
 //   - PII detectors (email, phone, card, IBAN, IP, SSN, CN resident ID, JWT,
-//     API keys, bearer tokens) replace what they find in verbatim fields,
-//     paths, queries and header values by deterministic, typed,
-//     format-preserving tokens.
+//     cloud and SaaS API keys, bearer tokens, private keys, passwords in URLs
+//     and DSNs, and base64 holding any of them; detect.go lists them) replace
+//     what they find in verbatim fields, keys, paths, queries, header names
+//     and values and every column copied from the request by deterministic,
+//     typed, format-preserving tokens. Values glued to '_' or to letters
+//     their format cannot hold are found too.
+//   - Bodies are classified by what they hold: JSON declared as a form is
+//     redacted as JSON.
 //   - Credential headers are replaced by "<redacted len=N>".
 //   - Anything that cannot be redacted is emptied, its size kept, and the
 //     reason stored in RedactErr (fail closed).
+//
+// CleanURL removes user:password@ from configured URLs before they are
+// logged or stored; it needs no key.
 //
 // A Redactor is safe for concurrent use. The library never reads the
 // environment: callers supply the key (see ParseKey and NewRandomKey).

@@ -36,9 +36,9 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 	// The model column is copied from the raw body ("ft:gpt-4o:" + anything):
 	// the same detectors give the same token as the body's own "model".
 	x.Model, _ = r.detect(x.Model)
-	x.Host = r.detectInfra(x.Host)
-	x.Upstream = r.detectInfra(CleanURL(x.Upstream))
-	x.Error = r.detectInfra(x.Error)
+	x.Host = r.detectServer(x.Host)
+	x.Upstream = r.detectServer(CleanURL(x.Upstream))
+	x.Error = r.detectError(x.Error)
 	if x.Session != "" {
 		x.Session = r.pseudonym(x.Session)
 	}

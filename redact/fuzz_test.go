@@ -135,3 +135,34 @@ func FuzzRedactBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCleanURL checks CleanURL leaves no user information in any URL of
+// its input, is idempotent and only removes bytes.
+func FuzzCleanURL(f *testing.F) {
+	f.Add("proxy:http://svcuser:pw@10.0.0.5:8000/v1")
+	f.Add("postgres://a:b@c@db:5432/x and https://u@h/?q=a@b")
+	f.Add("://@:// x://y:z@")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := CleanURL(s)
+		if len(out) > len(s) {
+			t.Fatalf("CleanURL(%q) = %q: longer", s, out)
+		}
+		if again := CleanURL(out); again != out {
+			t.Fatalf("not idempotent: %q → %q → %q", s, out, again)
+		}
+		for rest := out; ; {
+			i := strings.Index(rest, "://")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+3:]
+			authority := rest
+			if end := strings.IndexAny(authority, "/?#\\ \t\r\n"); end >= 0 {
+				authority = authority[:end]
+			}
+			if strings.Contains(authority, "@") && !strings.Contains(authority, "://") {
+				t.Fatalf("CleanURL(%q) = %q keeps user information %q", s, out, authority)
+			}
+		}
+	})
+}

@@ -43,13 +43,17 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 		`"messages":[{"role":"system","content":"Contact: ` + strings.Trim(sv, `"`) + ` today"},{"role":"user","content":[{"type":"text","text":` + sv + `}]},` +
 		`{"role":"assistant","tool_calls":[{"id":` + sv + `,"type":"function","function":{"name":"fn_` + strings.Trim(sv, `"`) + `","arguments":"{\"who\":` + strings.ReplaceAll(sv, `"`, `\"`) + `}"}}]}],` +
 		`"tools":[{"type":"function","function":{"name":"fn_` + strings.Trim(sv, `"`) + `","description":` + sv + `,"parameters":{"type":"object","properties":{"who":{"type":"string","description":"e.g. ` + strings.Trim(sv, `"`) + `","default":` + sv + `}}}}}]}`
-	// Error strings and the host column keep loopback and private
-	// addresses readable (they name the operator's machines): seed those
-	// columns with a public address instead.
-	infra := v
+	// Error strings keep loopback and private addresses readable (they
+	// name the operator's machines), the host column every address (it
+	// names a server): seed those columns with a public address, and the
+	// host with none.
+	infra, host := v, v
 	for _, m := range addrLike.FindAllString(v, -1) {
-		if a, err := netip.ParseAddr(m); err == nil && (a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast()) {
-			infra = "8.8.4.4"
+		if a, err := netip.ParseAddr(m); err == nil {
+			host = "addr"
+			if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
+				infra = "8.8.4.4"
+			}
 		}
 	}
 	resp := "event: " + v + "\nid: " + v + "\n" +
@@ -60,7 +64,7 @@ func seededExchange(v string, seq int64, bodyKind string) *formats.Exchange {
 		Recorder: "leaktest", Seq: seq, Session: v, Client: v + ":5123",
 		Model: "ft:gpt-4o:" + v, Upstream: "http://svcuser:" + url.PathEscape(v) + "@10.0.0.5:8000",
 		Error:  "dial tcp 10.0.0.5:8000: refused for " + infra,
-		Method: "POST", Host: "gw-" + infra + ".internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
+		Method: "POST", Host: "gw-" + host + ".internal", Path: "/v1/users/" + url.PathEscape(v) + "/chat/completions",
 		Query:          "q=" + url.QueryEscape(v) + "&api-version=" + url.QueryEscape(v) + "&" + url.QueryEscape(v) + "=1&raw=" + v,
 		ReqContentType: "application/json",
 		ReqHeaders: map[string]string{
@@ -424,8 +428,8 @@ func TestTypedColumns(t *testing.T) {
 	if strings.Contains(x.Model, key[4:]) || x.Model != body.Model || !strings.HasPrefix(x.Model, "ft:gpt-4o:ghp_") {
 		t.Errorf("model column %q, body model %q", x.Model, body.Model)
 	}
-	if x.Host == "203.0.113.77:8443" || !strings.HasSuffix(x.Host, ":8443") {
-		t.Errorf("host %q: public address kept", x.Host)
+	if x.Host != "203.0.113.77:8443" {
+		t.Errorf("host %q: a server's address is kept", x.Host)
 	}
 	if x.Upstream != "http://10.0.0.5:8000" {
 		t.Errorf("upstream %q", x.Upstream)

@@ -10,9 +10,20 @@ import "strings"
 // serves where no Redactor exists (--raw, inspect). Text without "://" is
 // returned as is.
 func CleanURL(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
+	// Removing one user part can join what surrounds it into a new URL
+	// ("x://a@://b:c@d"): clean until nothing changes; each pass that
+	// changes anything removes bytes.
+	for strings.Contains(s, "://") {
+		out := cleanOnce(s)
+		if out == s {
+			break
+		}
+		s = out
 	}
+	return s
+}
+
+func cleanOnce(s string) string {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "://")
@@ -25,11 +36,12 @@ func CleanURL(s string) string {
 			authority = authority[:end]
 		}
 		b.WriteString(s[:i])
-		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-			b.WriteString(authority[at+1:])
-		} else {
-			b.WriteString(authority)
+		at := strings.LastIndexByte(authority, '@')
+		if at < 0 {
+			s = s[i:] // the authority may end in the next URL's "://"
+			continue
 		}
+		b.WriteString(authority[at+1:])
 		s = s[i+len(authority):]
 	}
 	b.WriteString(s)

@@ -107,8 +107,16 @@ type job struct {
 	it    item
 	p     *prepared
 	err   error // the request could not be built: written as an error row, not sent
-	sched int64 // due time, mono ns
-	off   int64 // due time, ns from the run's start
+	sched int64 // due time on the recorded schedule, mono ns
+	off   int64 // sched, ns from the run's start
+
+	// Session turns (see gate): when the turn is due after its
+	// predecessors (due − sched is its session delay), and what it waits
+	// for. Guarded by the gate's mutex until released.
+	due     int64 // mono ns; sched outside sessions
+	delay   int64 // due − sched
+	pending int   // predecessors not yet ended on the shadow
+	depEnd  int64 // latest end of the ended ones, mono ns
 }
 
 // sender sends jobs open-loop through a pool of sender goroutines. A job
@@ -133,7 +141,8 @@ type sender struct {
 	inflight sync.WaitGroup
 	sem      chan struct{}         // --max-inflight slots; nil = unbounded
 	serial   bool                  // ConnRecorded: one request at a time per recorded connection, in order
-	conns    map[string]*connQueue // serial: queues by connection key; dispatcher goroutine only
+	connsMu  sync.Mutex            // guards conns (the dispatcher and the session releaser dispatch)
+	conns    map[string]*connQueue // serial: queues by connection key
 	held     atomic.Int64          // requests that waited for a slot
 	late     atomic.Int64          // requests handed out saturatedLag or more after their due time
 	active   atomic.Int64          // requests in flight now
@@ -193,6 +202,18 @@ func (s *sender) work(w *worker, j *job) {
 // dispatch hands j to a sender now. Only a full --max-inflight blocks it: the
 // request is held back until a slot frees, and the wait shows as lag.
 func (s *sender) dispatch(j *job) error {
+	s.reserve()
+	return s.dispatchReserved(j)
+}
+
+// reserve counts a request that will be dispatched (dispatchReserved) —
+// perhaps by another goroutine, later — so that wait waits for it too.
+func (s *sender) reserve() { s.inflight.Add(1) }
+
+// dispatchReserved is dispatch for a request already reserved. On an error
+// (ctx done while held back) the request is not sent and its reservation is
+// released.
+func (s *sender) dispatchReserved(j *job) error {
 	heldBack := false
 	if s.sem != nil {
 		select {
@@ -203,11 +224,11 @@ func (s *sender) dispatch(j *job) error {
 			select {
 			case s.sem <- struct{}{}:
 			case <-s.ctx.Done():
+				s.inflight.Done()
 				return s.ctx.Err()
 			}
 		}
 	}
-	s.inflight.Add(1)
 	s.active.Add(1)
 	if s.serial {
 		if key := connKey(j.it.x); key != "" {
@@ -218,7 +239,7 @@ func (s *sender) dispatch(j *job) error {
 	if j.eager && j.p != nil {
 		s.c.tryWrite(connKey(j.it.x), j.p, &j.fl)
 	}
-	late := time.Duration(mono()-j.sched) > saturatedLag
+	late := time.Duration(mono()-j.due) > saturatedLag // from the due time: a session turn is late by design, not by saturation
 	if late && !heldBack {
 		s.late.Add(1)
 	}
@@ -269,6 +290,8 @@ type connQueue struct {
 // enqueue appends j to its connection's queue, starting the queue's
 // goroutine when idle; it never blocks the dispatcher.
 func (s *sender) enqueue(key string, j *job) {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
 	cq := s.conns[key]
 	if cq == nil {
 		if len(s.conns) >= maxConnQueues {
@@ -291,7 +314,7 @@ func (s *sender) enqueue(key string, j *job) {
 const maxConnQueues = 1 << 16
 
 // sweep forgets idle connection queues, so memory follows the connections
-// in flight, not the recording's size.
+// in flight, not the recording's size. connsMu is held.
 func (s *sender) sweep() {
 	for k, cq := range s.conns {
 		cq.mu.Lock()
@@ -337,18 +360,19 @@ func (s *sender) stop() {
 func resultOf(runID string, shard int32, j *job) *formats.Result {
 	x := j.it.x
 	return &formats.Result{
-		RunID:        runID,
-		Shard:        shard,
-		Recorder:     x.Recorder,
-		Seq:          x.Seq,
-		OrigTs:       x.Time(),
-		Frame:        j.it.frame,
-		ScheduledNs:  j.off,
-		BatchSize:    -1,
-		QueueDepth:   -1,
-		Method:       x.Method,
-		Path:         x.Path,
-		Model:        x.Model,
-		PromptTokens: x.PromptTokens,
+		RunID:          runID,
+		Shard:          shard,
+		Recorder:       x.Recorder,
+		Seq:            x.Seq,
+		OrigTs:         x.Time(),
+		Frame:          j.it.frame,
+		ScheduledNs:    j.off,
+		SessionDelayNs: j.delay,
+		BatchSize:      -1,
+		QueueDepth:     -1,
+		Method:         x.Method,
+		Path:           x.Path,
+		Model:          x.Model,
+		PromptTokens:   x.PromptTokens,
 	}
 }

@@ -100,13 +100,13 @@ func TestSenderSaturated(t *testing.T) {
 		return s.workers
 	}
 	now := mono()
-	s.dispatch(&job{sched: now}) // on time, none idle: a sender
-	s.dispatch(&job{sched: now - int64(time.Second)})
-	s.dispatch(&job{sched: now - int64(time.Second)})
+	s.dispatch(&job{due: now}) // on time, none idle: a sender
+	s.dispatch(&job{due: now - int64(time.Second)})
+	s.dispatch(&job{due: now - int64(time.Second)})
 	if n := workers(); n != 1 {
 		t.Fatalf("%d senders after 1 on-time and 2 late jobs, want 1 (the late ones queued)", n)
 	}
-	s.dispatch(&job{sched: mono()}) // on time again: a sender for it
+	s.dispatch(&job{due: mono()}) // on time again: a sender for it
 	if n := workers(); n != 2 {
 		t.Fatalf("%d senders after another on-time job, want 2", n)
 	}
@@ -131,7 +131,7 @@ func TestSenderQueueBound(t *testing.T) {
 	go func() {
 		n := 0
 		for range maxQueued + 2 { // one running, maxQueued queued, one more
-			s.dispatch(&job{sched: mono()})
+			s.dispatch(&job{due: mono()})
 			n++
 		}
 		dispatched <- n

@@ -157,7 +157,7 @@ func ResultDirs(out string, speed float64, sweep bool) (results, metrics string)
 	results, metrics = out, formats.MetricsDir(out)
 	if sweep {
 		part := "speed=" + strconv.FormatFloat(speed, 'g', -1, 64)
-		results, metrics = filepath.Join(out, part), filepath.Join(metrics, part)
+		results, metrics = formats.JoinPath(out, part), formats.JoinPath(metrics, part)
 	}
 	return results, metrics
 }

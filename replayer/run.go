@@ -36,6 +36,11 @@ type Options struct {
 	Warmup    int       // requests drawn from the window (same mix) sent before the clock starts; default 0
 	StartAt   time.Time // wall-clock start shared by shards; zero = now
 
+	// Sessions replays conversations and agent loops closed loop within a
+	// session (see SessionOptions); zero = off, every exchange on the
+	// recorded clock.
+	Sessions SessionOptions
+
 	MaxInflight int           // cap on requests in flight; 0 = none. Held-back requests are counted and wait in lag.
 	Conn        ConnMode      // default ConnPooled
 	MaxConns    int           // ConnRecorded: connections kept at once (LRU); default 4096
@@ -45,7 +50,8 @@ type Options struct {
 
 	Headers           http.Header // added to every request (credentials for the shadow go here)
 	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
-	PinOutput         bool        // max_tokens := recorded output tokens, ignore_eos
+	PinOutput         bool        // the API's output cap (max_tokens, max_output_tokens) := recorded output tokens
+	IgnoreEOS         bool        // ignore_eos on chat and completion requests (vLLM, SGLang): generate to the cap
 	IncludeUsage      bool        // stream_options.include_usage on streaming requests
 	AllowRecordedHost bool        // allow a target whose host was recorded (production!)
 
@@ -121,7 +127,7 @@ func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
 	if opts.RunID == "" {
 		opts.RunID = timeRunID(time.Now())
 	}
-	w, err := scan(ctx, open, &opts.Selection, opts.Warmup)
+	w, err := scan(ctx, open, &opts.Selection, opts.Warmup, &opts.Sessions)
 	if err != nil {
 		return nil, err
 	}
@@ -210,13 +216,58 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	if speed <= 0 {
 		speed = 1
 	}
+	r := p.newRun(ctx, sink, speed)
+	defer r.cancelReqs()
+	defer r.c.close()
+
+	pf := p.prefetch(r.reqCtx, r.rb)
+	defer pf.drain()
+	if len(p.w.warmup) > 0 {
+		p.warm(r.reqCtx, r.c, r.rb)
+	}
+	r.startSending()
+	runErr := r.pace(ctx, pf.jobs, r.startTime())
+	pf.stop()
+	r.snd.wait()
+	if r.rel != nil {
+		r.rel.stop()
+	}
+	r.snd.stop()
+	r.closeFrame()
+	pf.drain() // the reader has finished: its error is settled
+	return r.finish(ctx, pf.err, runErr)
+}
+
+// replayRun is one Run's state: the client and senders, the collector, the frame
+// being sent and, with sessions, the gate and its releaser.
+type replayRun struct {
+	p          *Plan
+	o          *Options
+	rep        *Report
+	speed      float64
+	spin       time.Duration
+	reqCtx     context.Context
+	cancelReqs context.CancelFunc
+	c          *client
+	rb         *requestBuilder
+	col        *collector
+	snd        *sender
+	gate       *gate         // nil with sessions off
+	rel        *releaser     // nil with sessions off
+	cpu0       time.Duration // process CPU time at the start (Report.Client)
+	wall0      time.Time
+
+	cur       time.Time // the frame being sent; zero before the first
+	curIdx    int
+	frameSent int64
+}
+
+func (p *Plan) newRun(ctx context.Context, sink Sink, speed float64) *replayRun {
 	o := &p.opts
 	spin := o.SpinWindow
 	if spin <= 0 {
 		spin = DefaultSpinWindow
 	}
-	rep := &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed}
-	cpu0, wall0 := cputime.Process(), time.Now()
 	pool := o.PoolConns
 	switch {
 	case pool == 0:
@@ -224,24 +275,31 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 	case pool < 0:
 		pool = 0
 	}
-	rb := newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IncludeUsage)
-
-	reqCtx, cancelReqs := context.WithCancel(ctx)
-	defer cancelReqs()
-	c := newClient(reqCtx, clientOptions{Target: o.Target, Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
-	defer c.close()
+	r := &replayRun{p: p, o: o, speed: speed, spin: spin, rep: &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed},
+		cpu0: cputime.Process(), wall0: time.Now()}
+	r.rb = newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IgnoreEOS, o.IncludeUsage)
+	r.reqCtx, r.cancelReqs = context.WithCancel(ctx)
+	r.c = newClient(r.reqCtx, clientOptions{Target: o.Target, Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
 	aopts := o.Analysis
 	aopts.Frame = o.Selection.frame()
 	aopts.ExcludeFirst = o.ExcludeFirst
-	col := newCollector(sink, aopts, o.Progress, o.Live, o.Step, cancelReqs)
+	r.col = newCollector(sink, aopts, o.Progress, o.Live, o.Step, r.cancelReqs)
+	return r
+}
 
-	// Prefetch: read and build requests ahead of their due times.
-	readCtx, stopRead := context.WithCancel(reqCtx)
-	jobs := make(chan *job, 1024)
-	var readErr error
+// prefetcher reads and builds requests ahead of their due times.
+type prefetcher struct {
+	jobs chan *job
+	stop context.CancelFunc
+	err  error // the dataset's error; settled once jobs is drained
+}
+
+func (p *Plan) prefetch(ctx context.Context, rb *requestBuilder) *prefetcher {
+	readCtx, stop := context.WithCancel(ctx)
+	pf := &prefetcher{jobs: make(chan *job, 1024), stop: stop}
 	go func() {
-		defer close(jobs)
-		cur := newCursor(readCtx, p.open, &o.Selection, p.w, o.Loop)
+		defer close(pf.jobs)
+		cur := newCursor(readCtx, p.open, &p.opts.Selection, p.w, p.opts.Loop, &p.opts.Sessions)
 		defer cur.close()
 		for {
 			it, err := cur.next()
@@ -250,128 +308,191 @@ func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, erro
 			}
 			if err != nil {
 				if readCtx.Err() == nil {
-					readErr = err
+					pf.err = err
 				}
 				return
 			}
 			j := &job{it: it}
 			j.p, j.err = rb.build(it.x)
 			select {
-			case jobs <- j:
+			case pf.jobs <- j:
 			case <-readCtx.Done():
 				return
 			}
 		}
 	}()
-	drain := func() {
-		stopRead()
-		for range jobs {
-		}
-	}
-	defer drain()
+	return pf
+}
 
-	if len(p.w.warmup) > 0 {
-		p.warm(reqCtx, c, rb)
+// drain stops the reader and waits for it.
+func (pf *prefetcher) drain() {
+	pf.stop()
+	for range pf.jobs {
 	}
+}
 
-	snd := newSender(reqCtx, c, o.Workers, o.MaxInflight, o.Conn == ConnRecorded, func(j *job) {
+// startSending starts the senders and, with sessions, the gate and the
+// releaser; every request's row goes to the collector, and every session
+// turn's end to the gate.
+func (r *replayRun) startSending() {
+	o := r.o
+	send := func(j *job) {
 		res := resultOf(o.RunID, int32(o.Selection.Shard.Index), j)
-		c.do(reqCtx, connKey(j.it.x), j.p, j.sched, mono(), res, &j.fl)
-		col.add(res)
-	})
-	col.live = func() (int64, int64) { return col.sentCount(), snd.active.Load() }
-	col.start()
-
-	// A short lead-in lets the reader fill the queue and the dispatcher
-	// reach its precise wait before the first due time.
-	start := mono() + int64(startLead)
-	if !o.StartAt.IsZero() {
-		start = mono()
-		d := time.Until(o.StartAt)
-		start += int64(d)
-		if d < 0 {
-			rep.StartLate = -d
-			col.printf("replay: shard %s reached --start-at %s late by %s; its first requests are late by as much (see lag)\n",
-				o.Selection.Shard, o.StartAt.UTC().Format(time.RFC3339Nano), (-d).Round(time.Microsecond))
+		r.c.do(r.reqCtx, connKey(j.it.x), j.p, j.due, mono(), res, &j.fl)
+		if j.delay > 0 {
+			res.E2ESchedNs += j.delay // from the recorded schedule, not the session's due time
 		}
+		if r.gate != nil && j.it.awaited {
+			r.gate.finish(j.it.turn, mono())
+		}
+		r.col.add(res)
 	}
-	runStart := start
-	base := p.w.ts0
+	r.snd = newSender(r.reqCtx, r.c, o.Workers, o.MaxInflight, o.Conn == ConnRecorded, send)
+	if o.Sessions.Mode != analysis.SessionsOff {
+		precise := canSleepPrecise()
+		r.rel = newReleaser(r.reqCtx, r.spin, precise, func(j *job) {
+			j.eager = precise             // as the dispatcher's: write it here when a connection is idle
+			_ = r.snd.dispatchReserved(j) // only a cancelled run fails it
+		})
+		r.gate = newGate(&o.Sessions, r.speed, r.rel)
+	}
+	r.col.live = func() (int64, int64) { return r.col.sentCount(), r.snd.active.Load() }
+	r.col.start()
+}
+
+// startTime is when the first request is due (mono ns): a short lead-in
+// that lets the reader fill the queue and the dispatcher reach its precise
+// wait, or --start-at.
+func (r *replayRun) startTime() int64 {
+	o := r.o
+	if o.StartAt.IsZero() {
+		return mono() + int64(startLead)
+	}
+	d := time.Until(o.StartAt)
+	if d < 0 {
+		r.rep.StartLate = -d
+		r.col.printf("replay: shard %s reached --start-at %s late by %s; its first requests are late by as much (see lag)\n",
+			o.Selection.Shard, o.StartAt.UTC().Format(time.RFC3339Nano), (-d).Round(time.Microsecond))
+	}
+	return mono() + int64(d)
+}
+
+// pace is the dispatcher: it sends each job at its due time, start + (at −
+// base)/speed, frame by frame (step mode restarts the clock per frame),
+// and hands session turns to the gate. It returns why it stopped early.
+func (r *replayRun) pace(ctx context.Context, jobs <-chan *job, start int64) error {
+	runStart, base := start, r.p.w.ts0
 	precise := canSleepPrecise()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var cur time.Time
-	var curIdx int
-	var frameSent int64
 	var prevSched int64          // the previous request's due time: its gap sizes the precise wait
 	avgGap := int64(time.Second) // moving mean of the gaps: the rate decides how precisely to wait
-	var runErr error
-loop:
 	for j := range jobs {
-		if !j.it.frame.Equal(cur) {
-			if !cur.IsZero() {
-				col.endFrame(cur, frameSent)
-				if o.Step {
-					snd.wait()
-					f := col.takeFrame(cur)
-					col.printStep(curIdx, f)
-					if o.StepWait != nil {
-						if err := o.StepWait(ctx, f); err != nil {
-							if errors.Is(err, ErrStop) {
-								rep.Stopped = true
-							} else {
-								runErr = err
-							}
-							cur = time.Time{}
-							break loop
-						}
-					}
+		if !j.it.frame.Equal(r.cur) {
+			if !r.cur.IsZero() {
+				restart, err := r.nextFrame(ctx)
+				if err != nil || r.rep.Stopped {
+					return err
+				}
+				if restart {
 					start, base = mono(), j.it.at
 				}
 			}
-			cur, curIdx, frameSent = j.it.frame, j.it.frameIdx, 0
+			r.cur, r.curIdx, r.frameSent = j.it.frame, j.it.frameIdx, 0
 		}
+		j.sched = start + int64(float64(j.it.at-base)/r.speed)
+		j.off = j.sched - runStart
+		j.due = j.sched
 		if j.err != nil {
-			rep.Skipped++
+			r.rep.Skipped++
+			if r.gate != nil { // counts as answered at its scheduled time
+				r.gate.register(j)
+				r.gate.finish(j.it.turn, j.sched)
+			}
 			continue
 		}
-		off := int64(float64(j.it.at-base) / speed)
-		j.sched = start + off
-		j.off = j.sched - runStart
 		gap := max(j.sched-prevSched, 0)
 		avgGap += (min(gap, int64(time.Second)) - avgGap) / 16
-		window, fine := pace(spin, gap, avgGap, precise)
+		window, fine := pace(r.spin, gap, avgGap, precise)
 		j.eager = fine // at low rates the dispatcher writes the request itself
-		if err := waitUntil(reqCtx, j.sched, window, timer, fine); err != nil {
-			runErr = err
-			break
+		if err := waitUntil(r.reqCtx, j.sched, window, timer, fine); err != nil {
+			return err
 		}
 		prevSched = j.sched
-		if err := snd.dispatch(j); err != nil {
-			runErr = err
-			break
+		if err := r.dispatch(j); err != nil {
+			return err
 		}
-		frameSent++
-		col.sent.Add(1)
-		rep.Sent++
+		r.frameSent++
+		r.col.sent.Add(1)
+		r.rep.Sent++
 	}
-	stopRead()
-	snd.wait()
-	snd.stop()
-	if !cur.IsZero() {
-		col.endFrame(cur, frameSent)
-		if o.Step {
-			f := col.takeFrame(cur)
-			col.printStep(curIdx, f)
+	return nil
+}
+
+// dispatch sends j now, or, for a session turn whose predecessors have not
+// ended on the shadow (or whose think time has not passed), leaves it to
+// the gate: it is sent later and counted now.
+func (r *replayRun) dispatch(j *job) error {
+	if r.gate == nil {
+		return r.snd.dispatch(j)
+	}
+	r.gate.register(j)
+	if len(j.it.deps) == 0 {
+		return r.snd.dispatch(j)
+	}
+	r.snd.reserve() // before the gate can hand it to the releaser
+	if !r.gate.admit(j, mono()) {
+		return nil
+	}
+	return r.snd.dispatchReserved(j)
+}
+
+// nextFrame closes the frame just sent; in step mode it waits for the
+// frame's requests, prints its summary and asks StepWait whether to go on,
+// and reports that the clock restarts for the next frame.
+func (r *replayRun) nextFrame(ctx context.Context) (restart bool, err error) {
+	r.col.endFrame(r.cur, r.frameSent)
+	if !r.o.Step {
+		return false, nil
+	}
+	r.snd.wait()
+	f := r.col.takeFrame(r.cur)
+	r.col.printStep(r.curIdx, f)
+	if r.o.StepWait != nil {
+		if err := r.o.StepWait(ctx, f); err != nil {
+			r.cur = time.Time{}
+			if errors.Is(err, ErrStop) {
+				r.rep.Stopped = true
+				return false, nil
+			}
+			return false, err
 		}
 	}
-	drain() // the reader has finished: readErr is settled
-	sum, sinkErr := col.close()
+	return true, nil
+}
+
+// closeFrame closes the last frame once its requests have finished.
+func (r *replayRun) closeFrame() {
+	if r.cur.IsZero() {
+		return
+	}
+	r.col.endFrame(r.cur, r.frameSent)
+	if r.o.Step {
+		r.col.printStep(r.curIdx, r.col.takeFrame(r.cur))
+	}
+}
+
+// finish closes the collector and chooses the run's error: the sink's,
+// then the dataset's, then the dispatcher's (unless ctx ended it), then
+// ctx's.
+func (r *replayRun) finish(ctx context.Context, readErr, runErr error) (*Report, error) {
+	rep := r.rep
+	sum, sinkErr := r.col.close()
 	rep.Summary = sum
-	rep.HeldBack = snd.held.Load()
-	rep.Client = ClientLoad{Sent: rep.Sent, LateSends: snd.late.Load(), CPU: cputime.Process() - cpu0, Wall: time.Since(wall0), Cores: runtime.GOMAXPROCS(0)}
+	rep.HeldBack = r.snd.held.Load()
+	rep.Client = ClientLoad{Sent: rep.Sent, LateSends: r.snd.late.Load(), CPU: cputime.Process() - r.cpu0, Wall: time.Since(r.wall0), Cores: runtime.GOMAXPROCS(0)}
 	if rep.Skipped > 0 {
-		col.printf("replay: skipped %d exchanges whose request body was truncated at record time\n", rep.Skipped)
+		r.col.printf("replay: skipped %d exchanges whose request body was truncated at record time\n", rep.Skipped)
 	}
 	switch {
 	case sinkErr != nil:

@@ -33,6 +33,7 @@ type Source interface {
 func Columns() []string {
 	return []string{
 		"ts_unix_ns", "recorder", "seq", "conn_id", "session", // schedule, connections, sampling, shards, result rows
+		"duration_ns", "client", "turn_key", "parent_turn_key", // --sessions: the linker (analysis.LinkColumns)
 		"method", "host", "path", "query", // request line; host for the recorded-host check, path for --path
 		"req_headers", "req_content_type", "req_body", "req_body_truncated", // request head and body; --header
 		"model", "prompt_tokens", "output_tokens", // --model, --min/max-prompt-tokens, result rows, --pin-output
@@ -221,6 +222,15 @@ func hash64(parts ...string) uint64 {
 	return h.Sum64()
 }
 
+// mix64 is the splitmix64 finaliser. FNV's residues modulo a small shard
+// count follow the key's last bytes (FNV's prime is 1 modulo 3: keys that
+// differ only in a digit all landed in one of three shards).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
 // connKey names the recorded connection an exchange belongs to; "" when the
 // recording has none (conn_id 0 means unknown).
 func connKey(x *formats.Exchange) string {
@@ -242,8 +252,41 @@ func shardKey(x *formats.Exchange) string {
 	return "x:" + x.Recorder + "/" + strconv.FormatInt(x.Seq, 10)
 }
 
-// match applies the filters, the sample and the shard.
-func (s *Selection) match(x *formats.Exchange) bool {
+// sampleKey is what sampling keeps together: the session when recorded,
+// else the exchange alone.
+func sampleKey(x *formats.Exchange) string {
+	if x.Session != "" {
+		return "s:" + x.Session
+	}
+	return "x:" + x.Recorder + "/" + strconv.FormatInt(x.Seq, 10)
+}
+
+// sessionTag names a session by its first turn's sample and shard keys, so
+// that with --sessions every turn is sampled and sharded with its first:
+// see linked.
+func sessionTag(x *formats.Exchange) string { return sampleKey(x) + "\n" + shardKey(x) }
+
+// linked is an exchange with its place in its session (zero when sessions
+// are off).
+type linked struct {
+	x    *formats.Exchange
+	ord  int64 // position in the window's pass, what Link.Deps refer to
+	link analysis.Link
+}
+
+// keys returns the sample and shard keys: the session's first turn's when
+// the exchange continues a session, else its own.
+func (l *linked) keys() (sample, shard string) {
+	if l.link.Tag != "" {
+		a, b, _ := strings.Cut(l.link.Tag, "\n")
+		return a, b
+	}
+	return sampleKey(l.x), shardKey(l.x)
+}
+
+// match applies the filters, the sample and the shard to x, placed by l.
+func (s *Selection) match(l *linked) bool {
+	x := l.x
 	req := analysis.Filter{Paths: s.Paths, Models: s.Models, MinPromptTokens: s.MinPromptTokens, MaxPromptTokens: s.MaxPromptTokens}
 	if !req.MatchRequest(x.Path, x.Model, x.PromptTokens) {
 		return false
@@ -257,17 +300,14 @@ func (s *Selection) match(x *formats.Exchange) bool {
 			return false
 		}
 	}
-	if s.Sample > 0 && s.Sample < 1 {
-		key := "x:" + x.Recorder + "/" + strconv.FormatInt(x.Seq, 10)
-		if x.Session != "" {
-			key = "s:" + x.Session
-		}
-		if float64(hash64("sample", key)>>11)/(1<<53) >= s.Sample {
+	if (s.Sample > 0 && s.Sample < 1) || s.Shard.Count > 1 {
+		sample, shard := l.keys()
+		if s.Sample > 0 && s.Sample < 1 && float64(hash64("sample", sample)>>11)/(1<<53) >= s.Sample {
 			return false
 		}
-	}
-	if s.Shard.Count > 1 && int(hash64("shard", shardKey(x))%uint64(s.Shard.Count)) != s.Shard.Index {
-		return false
+		if s.Shard.Count > 1 && int(mix64(hash64("shard", shard))%uint64(s.Shard.Count)) != s.Shard.Index {
+			return false
+		}
 	}
 	return true
 }
@@ -295,22 +335,43 @@ func headerValue(h map[string]string, name string) (string, bool) {
 
 // window is what the first pass learns about the selected window.
 type window struct {
-	frame0   time.Time       // start of frame index 0
-	lo, hi   int64           // selected span, ns since the Unix epoch, [lo, hi)
-	ts0      int64           // first exchange in [lo, hi), before filters: the schedule's origin
-	last     int64           // last selected exchange
-	total    int64           // exchanges in [lo, hi)
-	selected int64           // exchanges that pass the selection
-	hosts    map[string]bool // recorded hosts (lower case, no port), at most maxHosts
-	warmup   []*formats.Exchange
+	frame0    time.Time       // start of frame index 0
+	lo, hi    int64           // selected span, ns since the Unix epoch, [lo, hi)
+	ts0       int64           // first exchange in [lo, hi), before filters: the schedule's origin
+	last      int64           // last selected exchange
+	total     int64           // exchanges in [lo, hi)
+	selected  int64           // exchanges that pass the selection
+	continued int64           // of those, turns that wait for an earlier one (--sessions)
+	hosts     map[string]bool // recorded hosts (lower case, no port), at most maxHosts
+	warmup    []*formats.Exchange
 }
 
 const maxHosts = 10000
 
+// newLinker returns the pass's session linker; nil with sessions off.
+func newLinker(so *SessionOptions) *analysis.Linker {
+	if so.Mode == analysis.SessionsOff {
+		return nil
+	}
+	return analysis.NewLinker(so.Mode, analysis.LinkerOptions{Idle: so.Idle})
+}
+
+// place links x, the ord-th exchange of the window's pass, into its session
+// (lk nil: sessions off).
+func place(lk *analysis.Linker, ord int64, x *formats.Exchange) linked {
+	l := linked{x: x, ord: ord}
+	if lk != nil {
+		l.link = lk.Link(ord, sessionTag(x), x)
+	}
+	return l
+}
+
 // scan makes the first pass over the window: it fixes the frames and the
 // schedule's origin, counts, collects the recorded hosts for the target
-// check and draws the warm-up sample (reservoir, deterministic).
-func scan(ctx context.Context, open Opener, sel *Selection, warmup int) (*window, error) {
+// check and draws the warm-up sample (reservoir, deterministic). With
+// sessions it links the window as every later pass will, so that sampling
+// and shards keep sessions whole.
+func scan(ctx context.Context, open Opener, sel *Selection, warmup int, so *SessionOptions) (*window, error) {
 	src, err := open(ctx, sel.From, sel.To)
 	if err != nil {
 		return nil, fmt.Errorf("open dataset: %w", err)
@@ -326,6 +387,7 @@ func scan(ctx context.Context, open Opener, sel *Selection, warmup int) (*window
 	frame := sel.frame()
 	resolved := false
 	rng := rand.New(rand.NewPCG(1, 2))
+	lk := newLinker(so)
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -353,6 +415,7 @@ func scan(ctx context.Context, open Opener, sel *Selection, warmup int) (*window
 				continue
 			}
 		}
+		l := place(lk, w.total, x)
 		w.total++
 		if w.ts0 < 0 {
 			w.ts0 = x.TsUnixNs
@@ -360,10 +423,13 @@ func scan(ctx context.Context, open Opener, sel *Selection, warmup int) (*window
 		if len(w.hosts) < maxHosts && x.Host != "" {
 			w.hosts[hostOnly(x.Host)] = true
 		}
-		if !sel.match(x) {
+		if !sel.match(&l) {
 			continue
 		}
 		w.selected++
+		if len(l.link.Deps) > 0 {
+			w.continued++
+		}
 		w.last = x.TsUnixNs
 		if warmup > 0 {
 			if len(w.warmup) < warmup {
@@ -419,6 +485,14 @@ type item struct {
 	frame    time.Time
 	frameIdx int
 	loop     int
+
+	// With --sessions: the turn's id (unique in the run), the ids of the
+	// turns it waits for, the recorded think time after them, and whether
+	// a later turn may wait for it.
+	turn    int64
+	deps    []int64
+	thinkNs int64
+	awaited bool
 }
 
 // cursor streams one pass of the selected window, repeated loops times.
@@ -432,9 +506,12 @@ type cursor struct {
 	shift  int64 // added to ts in this loop
 	period int64 // loop period: the window's span plus one mean gap
 	src    Source
+	so     *SessionOptions
+	lk     *analysis.Linker // this loop's linker; nil with sessions off
+	ord    int64            // position of the next exchange in this loop's pass
 }
 
-func newCursor(ctx context.Context, open Opener, sel *Selection, w *window, loops int) *cursor {
+func newCursor(ctx context.Context, open Opener, sel *Selection, w *window, loops int, so *SessionOptions) *cursor {
 	if loops < 1 {
 		loops = 1
 	}
@@ -443,7 +520,7 @@ func newCursor(ctx context.Context, open Opener, sel *Selection, w *window, loop
 	if w.selected > 1 {
 		gap = span / (w.selected - 1)
 	}
-	return &cursor{ctx: ctx, open: open, sel: sel, w: w, loops: loops, period: span + max(gap, 1)}
+	return &cursor{ctx: ctx, open: open, sel: sel, w: w, loops: loops, period: span + max(gap, 1), so: so}
 }
 
 // next returns the next item, or io.EOF after the last loop.
@@ -466,6 +543,7 @@ func (c *cursor) next() (item, error) {
 			}
 			c.src = src
 			c.shift = int64(c.loop) * c.period
+			c.lk, c.ord = newLinker(c.so), 0 // sessions never span loops
 		}
 		x, err := c.src.Next()
 		if err == io.EOF {
@@ -477,11 +555,28 @@ func (c *cursor) next() (item, error) {
 		if err != nil {
 			return item{}, fmt.Errorf("read dataset: %w", err)
 		}
-		if x.TsUnixNs < c.w.lo || x.TsUnixNs >= c.w.hi || !c.sel.match(x) {
+		if x.TsUnixNs < c.w.lo || x.TsUnixNs >= c.w.hi {
+			continue
+		}
+		l := place(c.lk, c.ord, x)
+		c.ord++
+		if !c.sel.match(&l) {
 			continue
 		}
 		f, idx := c.w.frameOf(x.TsUnixNs, c.sel.frame())
-		return item{x: x, at: x.TsUnixNs + c.shift, frame: f, frameIdx: idx, loop: c.loop}, nil
+		it := item{x: x, at: x.TsUnixNs + c.shift, frame: f, frameIdx: idx, loop: c.loop}
+		if c.lk != nil {
+			// Turn ids are unique across loops: each loop's pass holds
+			// w.total exchanges.
+			base := int64(c.loop) * c.w.total
+			it.turn = base + l.ord
+			for _, d := range l.link.Deps {
+				it.deps = append(it.deps, base+d)
+			}
+			it.thinkNs = l.link.ThinkNs
+			it.awaited = mayBeAwaited(c.so.Mode, x)
+		}
+		return it, nil
 	}
 }
 

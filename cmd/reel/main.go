@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"report":  {"latency, throughput and SLO metrics of results or a recording (docs/metrics.md): text, --json, --html", runReport},
 	"compare": {"compare two runs with confidence intervals; --fail-on for CI", runCompare},
 	"redact":  {"re-redact a raw dataset; --explain shows what a body becomes and why", runRedact},
+	"compact": {"merge each hour's small files into large time-sorted ones, crash-safe and idempotent", runCompact},
 	"import":  {"turn a trace (Mooncake, Azure, BurstGPT, CSV/JSONL) into a dataset with synthesized prompts", runImport},
 	"export":  {"write a recording as Mooncake, AIPerf or vLLM trace JSONL", runExport},
 }
@@ -82,6 +83,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printUsage(stdout)
 		return 0
 	}
+	registerStores(os.Getenv)
 	switch args[0] {
 	case "-h", "--help":
 		printUsage(stdout)

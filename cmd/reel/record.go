@@ -69,6 +69,7 @@ Flags:
 // recordFlags holds reel record's command line.
 type recordFlags struct {
 	out, recorderID                string
+	spoolDir                       string
 	listen, upstream               string
 	upstreamTimeout, drainTimeout  time.Duration
 	rotateSize, maxBody, queueSize string
@@ -104,7 +105,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usageFunc(fs, recordUsage)
-	fs.StringVar(&f.out, "out", "", "dataset directory (required)")
+	fs.StringVar(&f.out, "out", "", "dataset directory or storage URL: s3://bucket/prefix, gs://…, file:///… (required; docs/storage.md)")
+	fs.StringVar(&f.spoolDir, "spool-dir", "", "with a storage URL --out: local directory for the spool and closed files until uploaded; use a volume that outlives the process (default: under the system's temporary directory)")
 	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "proxy listen address (HTTP/1.1 and h2c)")
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL to proxy to")
@@ -275,18 +277,31 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 		}
 		red = r
 	}
+	// A file import costs production nothing: its prompt estimates (for
+	// exchanges without usage) are BPE counts; live sources keep the cheap
+	// estimate (docs/performance.md, "Prompt-token estimate").
+	var promptTokens recorder.TokenCounter
+	if offline {
+		tok, err := recorder.NewTokenizer(recorder.DefaultTokenizer)
+		if err != nil {
+			return nil, nil, err
+		}
+		promptTokens = tok
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec, w, err := recorder.OpenDataset(ctx, formats.WriterOptions{
 		Dir: f.out, Recorder: f.recorderID, Source: sourceName,
 		RotateSize: rotateSize, RotateAge: f.rotateAge, SyncEvery: f.syncEvery,
+		SpoolDir: f.spoolDir,
+		Warn:     func(err error) { fmt.Fprintf(stderr, "reel record: %v\n", err) },
 	}, red, recorder.Options{
 		Config: recorder.Config{
 			Upstream: upstreamHost(f.upstream), MaxBody: maxBody,
 			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader, SessionFields: f.sessionFields,
 		},
 		Pipeline: recorder.PipelineOptions{
-			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
+			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg), PromptTokens: promptTokens,
 			Warn: func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
 		},
 		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
@@ -299,6 +314,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 	if st := w.Stats(); st.Recovered > 0 || st.Lost > 0 {
 		fmt.Fprintf(stderr, "reel record: recovered %d records from a previous run's spool (%d damaged frames skipped)\n", st.Recovered, st.Lost)
 	}
+	registerUploadMetrics(reg, w.Stats)
 	env := &recordEnv{rec: rec, reg: reg, stderr: stderr, drain: f.drainTimeout}
 	closeEnv := func(ctx context.Context) error {
 		err := rec.Close(ctx)

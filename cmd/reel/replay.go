@@ -28,6 +28,13 @@ Re-sends a recorded window to a shadow target on the original clock (request i
 is due at start + (ts_i − ts_0)/speed), open loop, and writes one result/1 row
 per request to DIR. Progress goes to stderr, the summary to stdout.
 
+Sessions (--sessions, default infer): a conversation's next turn or an
+agent's next step goes out at max(its scheduled time, its predecessor's end
+on the shadow + the recorded think time), so a slower shadow never gets a
+turn whose answer does not exist yet. Session starts and single-turn
+traffic keep the recorded clock. session_delay_ns in the results is how
+late a turn went because of its predecessor, apart from lag_ns.
+
 A run is a measurement only when requests completed: reel replay exits 3
 when none did, or when more than --max-error-rate of them failed, and
 names the top causes with an example message each. Each run writes into a
@@ -57,6 +64,11 @@ Examples:
   reel replay data/ --target http://shadow:8000 --out results/wed \
       --scrape http://shadow:8000/metrics --scrape http://shadow:9400/metrics --scrape-every 1s
 
+  # conversations and agents wait for their answers (the default, --sessions infer);
+  # compare with the recorded clock alone to see the queue a slow shadow would not have had
+  reel replay data/ --target http://shadow:8000 --out results/sessions
+  reel replay data/ --target http://shadow:8000 --out results/openloop --sessions off
+
   # shard 3 of 8 of a Kubernetes Indexed Job, all shards on one clock
   reel replay /data --target http://shadow:8000 --out /results \
       --shards 8 --shard-from-env JOB_COMPLETION_INDEX --start-at 2026-11-26T02:00:00Z
@@ -85,10 +97,14 @@ type replayFlags struct {
 	headersFromEnv                     []string
 	forward                            []string
 	pinOutput, includeUsage, allowHost bool
+	ignoreEOS                          bool
 	insecure, step, skipBad, quiet     bool
 	appendRun                          bool
 	maxErrorRate                       float64
 	scrape                             scrapeFlags // --scrape (scrape.go)
+	sessions                           sessionsValue
+	thinkTime                          string
+	sessionIdle                        time.Duration
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -119,7 +135,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(newHeaderValue(f.headers), "header", "header for the shadow, 'Name: value' (repeatable; 'Host: name' sets the virtual host; '' clears)")
 	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
 	fs.Var(newListValue(replayer.DefaultForwardHeaders, &f.forward, true), "forward-header", "recorded headers to replay, added to the defaults ('' clears them); credentials are never replayed")
-	fs.BoolVar(&f.pinOutput, "pin-output", false, "set max_tokens to the recorded output tokens (and ignore_eos)")
+	fs.BoolVar(&f.pinOutput, "pin-output", false, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it); default: when --pin-output and the target says it is vLLM, SGLang or the simulator")
 	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
 	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host (or its addresses) appears in the recording as a host or upstream (production!)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
@@ -131,6 +148,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&f.stepPause, "step-pause", 0, "with --step, pause this long between frames instead of waiting for Enter")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip dataset files that cannot be read or have corrupt pages (warned) instead of failing")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines")
+	registerSessions(fs, &f.sessions, "conversations and agent loops: infer (a turn that carries an earlier answer waits for it), recorded (the session column: each turn waits for those that ended before it began) or off (every request on the recorded clock)")
+	fs.StringVar(&f.thinkTime, "think-time", "recorded", "with --sessions, the wait after a predecessor's answer: recorded (compressed by --speed), scale:F or fixed:D")
+	fs.DurationVar(&f.sessionIdle, "session-idle", analysis.DefaultSessionIdle, "with --sessions, a turn this long after its predecessor's answer starts a new session")
 	fs.Float64Var(&f.maxErrorRate, "max-error-rate", replayer.DefaultMaxErrorRate, "exit 3 (not a measurement) when more than this share of requests fails (1: never); a run where no request completed always exits 3")
 	f.scrape.register(fs, "the shadow's")
 	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that delays a send only while the replayer itself is CPU-bound); for >10k req/s of short requests on a small machine")
@@ -168,6 +188,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
 		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
+	}
+	if opts.PinOutput && !fs.Changed("ignore-eos") {
+		// ignore_eos where the target is known to take it: the output then
+		// matches the recording's, not just its cap.
+		if ok, server := replayer.TargetTakesIgnoreEOS(ctx, opts.Target, opts.Headers); ok {
+			opts.IgnoreEOS = true
+			if !f.quiet {
+				fmt.Fprintf(stderr, "reel replay: the target is %s: --pin-output adds ignore_eos to chat and completion requests (--ignore-eos=false to leave it out)\n", server)
+			}
+		}
 	}
 	if !f.quiet {
 		opts.Progress = stderr
@@ -341,6 +371,14 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 		return o, nil, bad("--loop must be ≥ 1, --warmup and --max-inflight ≥ 0")
 	}
 	o.Loop, o.Warmup, o.MaxInflight, o.Workers = f.loop, f.warmup, f.maxInflight, f.workers
+	think, err := replayer.ParseThinkTime(f.thinkTime)
+	if err != nil {
+		return o, nil, bad("--think-time: %v", err)
+	}
+	if f.sessionIdle <= 0 {
+		return o, nil, bad("--session-idle %s: want a positive duration", f.sessionIdle)
+	}
+	o.Sessions = replayer.SessionOptions{Mode: f.sessions.mode, Think: think, Idle: f.sessionIdle}
 	o.Analysis.SLO = f.slo
 	o.ExcludeFirst = f.exclude
 	switch replayer.ConnMode(f.conn) {
@@ -372,7 +410,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	if o.ForwardHeaders == nil {
 		o.ForwardHeaders = []string{} // cleared: replay no recorded header
 	}
-	o.PinOutput, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.includeUsage, f.allowHost
+	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
 	return o, f.speeds, nil

@@ -135,6 +135,8 @@ func RenderPrompt(path string, body []byte) ([]byte, error) {
 
 // job is a validated request, ready for the engine.
 type job struct {
+	api          apiKind // the shape of the answer (apis.go)
+	inputs       int     // embeddings: inputs to answer
 	chat         bool
 	stream       bool
 	includeUsage bool
@@ -172,10 +174,24 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
+	if status, err := c.sizeJob(j, body, req.MaxTokens, req.MaxCompletionTokens, req.IgnoreEOS); err != nil {
+		return nil, status, err
+	}
+	return j, 0, nil
+}
+
+// sizeJob counts j's prompt tokens and derives its output length from the
+// request's output caps (maxCompletion wins over maxTokens; nil: none) and
+// whether it asked to ignore EOS. Every API's parser ends here.
+func (c *Cluster) sizeJob(j *job, body []byte, maxTokensField, maxCompletion *int, ignoreEOS bool) (int, error) {
+	req := struct {
+		MaxTokens, MaxCompletionTokens *int
+		IgnoreEOS                      bool
+	}{maxTokensField, maxCompletion, ignoreEOS}
 	j.promptTokens = estimateTokens(len(j.prompt))
 	maxLen := c.o.MaxModelLen
 	if j.promptTokens >= maxLen {
-		return nil, http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens, the prompt has %d", errBadRequest, maxLen, j.promptTokens)
+		return http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens, the prompt has %d", errBadRequest, maxLen, j.promptTokens)
 	}
 	maxTokens := maxLen - j.promptTokens
 	if req.MaxCompletionTokens != nil {
@@ -184,10 +200,10 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 	if req.MaxTokens != nil {
 		maxTokens = *req.MaxTokens
 		if maxTokens < 1 {
-			return nil, http.StatusBadRequest, fmt.Errorf("%w: max_tokens must be at least 1, got %d", errBadRequest, maxTokens)
+			return http.StatusBadRequest, fmt.Errorf("%w: max_tokens must be at least 1, got %d", errBadRequest, maxTokens)
 		}
 		if maxTokens > maxLen-j.promptTokens {
-			return nil, http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
+			return http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
 				errBadRequest, maxLen, int64(j.promptTokens)+int64(maxTokens), j.promptTokens, maxTokens)
 		}
 	}
@@ -200,7 +216,7 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 			j.outLen, j.finish = n, "stop"
 		}
 	}
-	return j, 0, nil
+	return 0, nil
 }
 
 // naturalLength draws where EOS falls: exponential with the given mean,
@@ -232,9 +248,13 @@ func tokenText(seed uint64, i int) string {
 	return vocab[x>>58]
 }
 
-func (c *Cluster) handleChat(w http.ResponseWriter, r *http.Request) { c.serve(w, r, true) }
+func (c *Cluster) handleChat(w http.ResponseWriter, r *http.Request) {
+	c.serve(w, r, func(body []byte) (*job, int, error) { return c.parseJob(body, true) })
+}
 
-func (c *Cluster) handleCompletion(w http.ResponseWriter, r *http.Request) { c.serve(w, r, false) }
+func (c *Cluster) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	c.serve(w, r, func(body []byte) (*job, int, error) { return c.parseJob(body, false) })
+}
 
 func (c *Cluster) handleModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -246,8 +266,19 @@ func (c *Cluster) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// serve runs one completion request through the engine.
-func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
+// responder writes one request's answer in its API's shape: OpenAI chat or
+// completions (response), Responses, Anthropic Messages or embeddings
+// (apis.go).
+type responder interface {
+	start(batch, queue int) // headers (and a stream's opening events)
+	begun() bool            // start has run
+	tokens(n int) error     // the output has reached n tokens
+	finish(reason string, cached int)
+	fail(err error)
+}
+
+// serve runs one request through the engine; parse validates its body.
+func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, int, error)) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.o.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -258,7 +289,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error())
 		return
 	}
-	j, status, err := c.parseJob(body, chat)
+	j, status, err := parse(body)
 	if err != nil {
 		typ := "invalid_request_error"
 		if status == http.StatusNotFound {
@@ -284,7 +315,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusServiceUnavailable, "overloaded_error", ErrStopped.Error())
 		return
 	}
-	out := newResponse(w, j, id, c.o.DisablePrefixCache)
+	out := c.newResponder(w, j, id)
 	for {
 		select {
 		case <-req.notify:
@@ -303,7 +334,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 			out.fail(req.err)
 			return
 		}
-		if !out.started && (done || req.admitted.Load()) {
+		if !out.begun() && (done || req.admitted.Load()) {
 			out.start(req.s.batchAtAdmit, req.s.queueDepth)
 		}
 		n := int(req.generated.Load())
@@ -349,17 +380,17 @@ func newResponse(w http.ResponseWriter, j *job, id uint64, noCache bool) *respon
 	return o
 }
 
+func (o *response) begun() bool { return o.started }
+
 // start writes the headers: the batch the request joined and the queue it
 // found. Streams also get their role-only first chunk (chat) now.
 func (o *response) start(batch, queue int) {
 	o.started = true
-	h := o.w.Header()
-	h.Set("x-request-id", o.id)
-	h.Set("x-batch-size", strconv.Itoa(batch))
-	h.Set("x-queue-depth", strconv.Itoa(queue))
+	setEngineHeaders(o.w.Header(), o.id, batch, queue)
 	if !o.j.stream {
 		return
 	}
+	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	o.w.WriteHeader(http.StatusOK)

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package filestore
+
+func isCrossDevice(error) bool { return true }
