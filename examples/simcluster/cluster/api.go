@@ -87,41 +87,39 @@ func appendContent(b *bytes.Buffer, raw json.RawMessage) error {
 	return errors.New("want a string or an array of parts")
 }
 
-// renderPrompt reads a completion prompt: a string, a token array, or a
-// one-element array of either. Token ids become 4 bytes each, so the
-// estimate counts them exactly.
-func renderPrompt(raw json.RawMessage) ([]byte, error) {
+// parsePrompt reads a completion prompt: a string (text), a token array
+// (ids), or a one-element array of either.
+func parsePrompt(raw json.RawMessage) (ids []uint32, text []byte, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, fmt.Errorf("%w: prompt is required", errBadRequest)
+		return nil, nil, fmt.Errorf("%w: prompt is required", errBadRequest)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []byte(s), nil
+		return nil, []byte(s), nil
 	}
-	var ids []int64
-	if json.Unmarshal(raw, &ids) == nil {
-		out := make([]byte, 0, 4*len(ids))
-		for _, id := range ids {
-			out = binary.LittleEndian.AppendUint32(out, uint32(id))
-		}
-		return out, nil
-	}
-	var list []json.RawMessage
+	var list []int64
 	if json.Unmarshal(raw, &list) == nil {
-		if len(list) != 1 {
-			return nil, fmt.Errorf("%w: the simulator serves one prompt per request, got %d", errBadRequest, len(list))
+		ids = make([]uint32, len(list))
+		for i, id := range list {
+			ids[i] = uint32(id)
 		}
-		return renderPrompt(list[0])
+		return ids, nil, nil
 	}
-	return nil, fmt.Errorf("%w: prompt must be a string or token array", errBadRequest)
+	var prompts []json.RawMessage
+	if json.Unmarshal(raw, &prompts) == nil {
+		if len(prompts) != 1 {
+			return nil, nil, fmt.Errorf("%w: the simulator serves one prompt per request, got %d", errBadRequest, len(prompts))
+		}
+		return parsePrompt(prompts[0])
+	}
+	return nil, nil, fmt.Errorf("%w: prompt must be a string or token array", errBadRequest)
 }
 
 // RenderPrompt returns the prompt text the simulator tokenises for a
-// request body sent to path ("/v1/chat/completions" or "/v1/completions"):
-// its length / 4 is the prompt's token count, and its 64-byte blocks are
-// the prefix-cache keys. Use it to turn recorded or planned bodies into
-// SimRequests.
+// request body sent to path ("/v1/chat/completions" or "/v1/completions");
+// token ids of a token-array prompt become 4 bytes each (one estimated
+// token). Use it to turn recorded or planned bodies into SimRequests.
 func RenderPrompt(path string, body []byte) ([]byte, error) {
 	var req apiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -130,7 +128,15 @@ func RenderPrompt(path string, body []byte) ([]byte, error) {
 	if strings.HasSuffix(path, "/chat/completions") {
 		return renderChat(req.Messages)
 	}
-	return renderPrompt(req.Prompt)
+	ids, text, err := parsePrompt(req.Prompt)
+	if err != nil || ids == nil {
+		return text, err
+	}
+	out := make([]byte, 0, 4*len(ids))
+	for _, id := range ids {
+		out = binary.LittleEndian.AppendUint32(out, id)
+	}
+	return out, nil
 }
 
 // job is a validated request, ready for the engine.
@@ -141,7 +147,7 @@ type job struct {
 	stream       bool
 	includeUsage bool
 	model        string
-	prompt       []byte
+	prompt       []uint32 // token ids (o200k_base)
 	promptTokens int
 	outLen       int
 	finish       string
@@ -166,12 +172,7 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 	}
 	j.includeUsage = req.Stream && (c.o.StreamUsage == UsageAlways || req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	var err error
-	if chat {
-		j.prompt, err = renderChat(req.Messages)
-	} else {
-		j.prompt, err = renderPrompt(req.Prompt)
-	}
-	if err != nil {
+	if j.prompt, err = requestTokens(c.o.Tokenizer, chat, &req); err != nil {
 		return nil, http.StatusBadRequest, err
 	}
 	if status, err := c.sizeJob(j, body, req.MaxTokens, req.MaxCompletionTokens, req.IgnoreEOS); err != nil {
@@ -188,7 +189,7 @@ func (c *Cluster) sizeJob(j *job, body []byte, maxTokensField, maxCompletion *in
 		MaxTokens, MaxCompletionTokens *int
 		IgnoreEOS                      bool
 	}{maxTokensField, maxCompletion, ignoreEOS}
-	j.promptTokens = estimateTokens(len(j.prompt))
+	j.promptTokens = max(len(j.prompt), 1)
 	maxLen := c.o.MaxModelLen
 	if j.promptTokens >= maxLen {
 		return http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens, the prompt has %d", errBadRequest, maxLen, j.promptTokens)

@@ -132,7 +132,7 @@ func (c *Cluster) eventJob(api apiKind, body []byte, model string, stream bool, 
 		j.model = c.o.Model
 	}
 	var err error
-	if j.prompt, err = renderChat(msgs); err != nil {
+	if j.prompt, err = messagesTokens(c.o.Tokenizer, msgs); err != nil {
 		return nil, http.StatusBadRequest, err
 	}
 	if status, err := c.sizeJob(j, body, maxTokens, nil, false); err != nil {
@@ -159,16 +159,21 @@ func (c *Cluster) parseEmbeddings(body []byte) (*job, int, error) {
 	in := bytes.TrimSpace(req.Input)
 	var list []json.RawMessage
 	if len(in) > 0 && in[0] == '[' && json.Unmarshal(in, &list) == nil && len(list) > 0 && bytes.TrimSpace(list[0])[0] == '"' {
+		var text []byte
 		for _, v := range list {
 			var s string
 			if json.Unmarshal(v, &s) != nil {
 				return nil, http.StatusBadRequest, fmt.Errorf("%w: input must be strings", errBadRequest)
 			}
-			j.prompt = append(append(j.prompt, s...), '\n')
+			text = append(append(text, s...), '\n')
+		}
+		var err error
+		if j.prompt, err = textTokens(c.o.Tokenizer, text); err != nil {
+			return nil, http.StatusInternalServerError, err
 		}
 		j.inputs = len(list)
 	} else {
-		p, err := renderPrompt(in)
+		p, err := promptTokens(c.o.Tokenizer, in)
 		if err != nil {
 			return nil, http.StatusBadRequest, fmt.Errorf("%w: input is required", errBadRequest)
 		}
