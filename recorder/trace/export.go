@@ -53,7 +53,8 @@ type Exporter struct {
 	opts    ExportOptions
 	enc     func(*ExportRow) error
 	ids     map[blockKey]int64
-	start   int64 // ns; 0 until the first row
+	start   int64 // ns: ExportOptions.Start, else the first row's time
+	started bool  // start is set
 	Rows    int64 // rows written
 	Skipped int64 // exchanges without a prompt length, not written
 }
@@ -79,7 +80,7 @@ func NewExporter(w io.Writer, opts ExportOptions) (*Exporter, error) {
 	}
 	e := &Exporter{w: bufio.NewWriterSize(w, 256<<10), opts: opts, ids: map[blockKey]int64{}}
 	if !opts.Start.IsZero() {
-		e.start = opts.Start.UnixNano()
+		e.start, e.started = opts.Start.UnixNano(), true
 	}
 	switch opts.Format {
 	case Mooncake:
@@ -101,8 +102,8 @@ func (e *Exporter) Write(x *formats.Exchange) error {
 		e.Skipped++
 		return nil
 	}
-	if e.start == 0 {
-		e.start = x.TsUnixNs
+	if !e.started {
+		e.start, e.started = x.TsUnixNs, true
 	}
 	row := ExportRow{
 		Offset:  time.Duration(max(x.TsUnixNs-e.start, 0)),
