@@ -62,6 +62,7 @@ const defaultUserAgent = "reel-replay"
 // requestBuilder turns exchanges into requests for one target.
 type requestBuilder struct {
 	target       *url.URL
+	host         string          // the Host header: the target's, or Options.Headers' Host
 	forward      map[string]bool // canonical names of recorded headers to copy
 	extra        http.Header     // --header values, applied last
 	pinOutput    bool
@@ -76,7 +77,11 @@ func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pin
 	for _, h := range forward {
 		f[http.CanonicalHeaderKey(h)] = true
 	}
-	return &requestBuilder{target: target, forward: f, extra: extra, pinOutput: pinOutput, includeUsage: includeUsage}
+	host := target.Host
+	if h := extra.Get("Host"); h != "" {
+		host = h // --header 'Host: …': the virtual host the shadow routes by
+	}
+	return &requestBuilder{target: target, host: host, forward: f, extra: extra, pinOutput: pinOutput, includeUsage: includeUsage}
 }
 
 // build rebuilds x's request for the target.
@@ -115,7 +120,7 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 	if !httpguts.ValidHeaderFieldName(method) {
 		return nil, fmt.Errorf("recorded method %q is not an HTTP token", method)
 	}
-	return &prepared{wire: renderRequest(method, b.target.Host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
+	return &prepared{wire: renderRequest(method, b.host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
 }
 
 // renderRequest writes an HTTP/1.1 request: headers in sorted order, a
