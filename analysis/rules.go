@@ -73,7 +73,7 @@ func normalizeMetric(m string) string {
 		}
 	}
 	m = strings.Replace(m, "p99.9", "p999", 1)
-	for _, l := range []string{"e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag"} {
+	for _, l := range []string{"e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay"} {
 		if m == l {
 			return m + ".p99"
 		}
@@ -88,7 +88,7 @@ func isLatency(name string) bool { return strings.Contains(name, ".") }
 func knownDelta(name string) bool {
 	if base, q, ok := strings.Cut(name, "."); ok {
 		switch base {
-		case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag":
+		case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay":
 		default:
 			return false
 		}
@@ -353,7 +353,7 @@ func better(metric string, delta float64) int {
 	}
 	base, _, _ := strings.Cut(metric, ".")
 	switch base {
-	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "error_rate", "timeout_rate":
+	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay", "error_rate", "timeout_rate":
 		return -sign
 	case "goodput", "goodput_share", "window_compliance", "throughput", "output_tokens_per_s", "peak_output_tokens_per_s",
 		"cache_reuse":
