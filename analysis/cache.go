@@ -76,6 +76,7 @@ func cacheReuseDelta(a, b CacheReuse, confidence float64) (Delta, bool) {
 		return Delta{}, false
 	}
 	d := newDelta("cache_reuse", "ratio", a.Reuse, b.Reuse)
+	d.NA, d.NB = a.Requests, b.Requests
 	if a.Requests > 1 && b.Requests > 1 {
 		z := normalQuantile(0.5 + confidence/2)
 		se := math.Hypot(a.StdErr, b.StdErr)

@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// Defaults of CompareOptions (reel compare's --resamples and --confidence).
+const (
+	DefaultResamples  = 500
+	DefaultConfidence = 0.95
+)
+
 // CompareOptions configure Compare. The zero value works.
 type CompareOptions struct {
 	// Resamples is the number of bootstrap resamples per quantile (default
@@ -26,11 +32,11 @@ type CompareOptions struct {
 
 func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Resamples <= 0 {
-		o.Resamples = 500
+		o.Resamples = DefaultResamples
 	}
 	o.Resamples = min(o.Resamples, 10000)
 	if o.Confidence <= 0 || o.Confidence >= 1 {
-		o.Confidence = 0.95
+		o.Confidence = DefaultConfidence
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -145,6 +151,12 @@ type Delta struct {
 	CILow       float64 `json:"ci_low"`
 	CIHigh      float64 `json:"ci_high"`
 	Significant bool    `json:"significant"`
+	// NA and NB are the sample sizes behind A and B (values of a latency,
+	// requests of a rate or share, judged frames of window compliance);
+	// 0 means that run has no data for the metric and its value is not 0
+	// but unknown.
+	NA int64 `json:"n_a"`
+	NB int64 `json:"n_b"`
 }
 
 // FrameDelta sets one frame of B against the frame of A with the same
@@ -183,7 +195,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		itl  func(*Analyzer) *countDist
 	}{
 		{"e2e", colE2E, nil}, {"e2e_sched", colE2ESched, nil}, {"ttfb", colTTFB, nil}, {"ttft", colTTFT, nil},
-		{"ttst", colTTST, nil}, {"tpot", colTPOT, nil}, {"lag", colLag, nil},
+		{"ttst", colTTST, nil}, {"tpot", colTPOT, nil}, {"lag", colLag, nil}, {"session_delay", colSessionDelay, nil},
 		{"itl", -1, func(x *Analyzer) *countDist { return &x.itl }},
 	}
 	for _, m := range latency {
@@ -202,6 +214,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		}
 		for j, q := range compareQuantiles {
 			d := newDelta(m.name+"."+q.name, "ns", float64(sa.quantile(q.p)), float64(sb.quantile(q.p)))
+			d.NA, d.NB = sa.n, sb.n
 			if lo != nil && q.p < 1 {
 				d.CILow, d.CIHigh, d.HasCI = lo[j], hi[j], true
 				d.Significant = d.CILow > 0 || d.CIHigh < 0
@@ -209,6 +222,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 			c.Metrics = append(c.Metrics, d)
 		}
 		d := newDelta(m.name+".mean", "ns", sa.mean, sb.mean)
+		d.NA, d.NB = sa.n, sb.n
 		if sa.n > 1 && sb.n > 1 {
 			se := math.Sqrt(sa.variance/float64(sa.n) + sb.variance/float64(sb.n))
 			z := normalQuantile(0.5 + opt.Confidence/2)
@@ -221,6 +235,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 	z := normalQuantile(0.5 + opt.Confidence/2)
 	share := func(name string, pa, pb float64, na, nb int64) Delta {
 		d := newDelta(name, "ratio", pa, pb)
+		d.NA, d.NB = na, nb
 		if na > 0 && nb > 0 {
 			se := math.Sqrt(pa*(1-pa)/float64(na) + pb*(1-pb)/float64(nb))
 			d.CILow, d.CIHigh, d.HasCI = d.Abs-z*se, d.Abs+z*se, true
@@ -235,6 +250,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		gs := share("goodput_share", A.GoodputShare, B.GoodputShare, A.Requests, B.Requests)
 		// Goodput's interval is the share's, scaled to B's request rate.
 		g := newDelta("goodput", "req/s", A.Goodput, B.Goodput)
+		g.NA, g.NB = A.Requests, B.Requests
 		if gs.HasCI && A.GoodputShare > 0 {
 			scale := A.Goodput / A.GoodputShare
 			g.CILow, g.CIHigh, g.HasCI = gs.CILow*scale, gs.CIHigh*scale, true
@@ -257,6 +273,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 		{"mean_batch_size", "requests", A.MeanBatchSize, B.MeanBatchSize},
 	} {
 		d := newDelta(r.name, r.unit, r.a, r.b)
+		d.NA, d.NB = A.Requests, B.Requests
 		d.Significant = d.Abs != 0
 		c.Metrics = append(c.Metrics, d)
 	}

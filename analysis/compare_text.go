@@ -70,7 +70,18 @@ func (c *Comparison) WriteText(w io.Writer, nameA, nameB string) error {
 		if d.HasCI && d.Significant {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Name, fmtValue(d, d.A), fmtValue(d, d.B), fmtSigned(d, d.Abs), rel, fmtCI(d), mark)
+		a, b, abs := fmtValue(d, d.A), fmtValue(d, d.B), fmtSigned(d, d.Abs)
+		if d.NA == 0 || d.NB == 0 {
+			// A value without data is unknown, not 0: say so, no change.
+			if d.NA == 0 {
+				a = "no data"
+			}
+			if d.NB == 0 {
+				b = "no data"
+			}
+			abs, rel, mark = "-", "-", ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Name, a, b, abs, rel, fmtCI(d), mark)
 	}
 	tw.Flush()
 	ew.printf("(* the interval excludes zero)\n")

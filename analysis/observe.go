@@ -19,13 +19,14 @@ const (
 	colE2E
 	colE2ESched
 	colLag
+	colSessionDelay // replay --sessions: only turns that waited for a predecessor
 	numCols
 )
 
 // colOf maps SLO metrics to their columns.
 var colOf = map[Metric]int{
 	MetricTTFB: colTTFB, MetricTTFT: colTTFT, MetricTTST: colTTST, MetricTPOT: colTPOT,
-	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag,
+	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag, MetricSessionDelay: colSessionDelay,
 }
 
 // observation is one request, from a recording or a replay, in the shape
@@ -142,6 +143,9 @@ func fromResult(r *formats.Result) observation {
 		o.lat[i] = missing
 	}
 	o.lat[colLag] = r.LagNs
+	if r.SessionDelayNs > 0 {
+		o.lat[colSessionDelay] = r.SessionDelayNs
+	}
 	if isOK(o.class) {
 		o.lat[colTTFB] = orMissing(r.TTFBNs)
 		o.lat[colTTFT] = orMissing(r.TTFTNs)

@@ -73,7 +73,7 @@ func normalizeMetric(m string) string {
 		}
 	}
 	m = strings.Replace(m, "p99.9", "p999", 1)
-	for _, l := range []string{"e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag"} {
+	for _, l := range []string{"e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay"} {
 		if m == l {
 			return m + ".p99"
 		}
@@ -88,7 +88,7 @@ func isLatency(name string) bool { return strings.Contains(name, ".") }
 func knownDelta(name string) bool {
 	if base, q, ok := strings.Cut(name, "."); ok {
 		switch base {
-		case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag":
+		case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay":
 		default:
 			return false
 		}
@@ -111,92 +111,232 @@ func knownDelta(name string) bool {
 	return false
 }
 
-// Tripped is a rule that fired, with the delta that fired it.
+// Tripped is a rule that fired (or an expectation that was met or not),
+// with the delta behind it. NoData says which run had no data for the
+// metric ("no data in B"); the rule then trips without a delta.
 type Tripped struct {
-	Rule  Rule   `json:"-"`
-	Text  string `json:"rule"`
-	Delta Delta  `json:"delta"`
+	Rule   Rule   `json:"-"`
+	Text   string `json:"rule"`
+	Delta  Delta  `json:"delta"`
+	NoData string `json:"no_data,omitempty"`
 }
 
-// Verdict is the judgement of a comparison against --fail-on rules.
+// DefaultMaxErrorRise is the rise of B's error rate over A's (absolute,
+// 0.01 = one percentage point, with an interval excluding zero) that fails
+// a judged comparison even when no rule names errors: a candidate that
+// fails more requests has fewer, faster-looking latencies and could pass
+// every latency rule while being worse. One point is above the noise of a
+// nightly run's sample and small enough that "1 in 100 more requests fail"
+// never passes.
+const DefaultMaxErrorRise = 0.01
+
+// JudgeOptions say what a comparison is judged against.
+type JudgeOptions struct {
+	// FailOn are regression gates (--fail-on): the verdict fails when one
+	// trips.
+	FailOn []Rule
+	// Expect are expectations (--expect): the verdict fails when one does
+	// NOT hold — its change did not cross the threshold significantly.
+	Expect []Rule
+	// MaxErrorRise fails the verdict when B's error rate rose by more than
+	// this (absolute share, significant), whatever the rules say; 0 means
+	// DefaultMaxErrorRise, a negative value turns the guard off.
+	MaxErrorRise float64
+}
+
+// Verdict is the judgement of a comparison against --fail-on rules and
+// --expect expectations.
 type Verdict struct {
 	// Failed is true when any rule tripped (reel compare exits 1),
-	// whichever way the change went. Regression is true when it failed and
-	// every tripped change is a worsening; a rule such as "ttft.p99<-40%"
-	// trips on an improvement, which fails the gate without being one.
-	// Line starts "REGRESSION:", "FAIL:" or "OK:" accordingly.
+	// whichever way the change went, when an expectation was not met, or
+	// when the error guard fired. Regression is true when rules tripped and
+	// every tripped change is a worsening; a --fail-on rule such as
+	// "ttft.p99<-40%" trips on an improvement, which fails the gate without
+	// being one (say it as --expect 'ttft.p99<-40%' instead).
 	Failed     bool      `json:"failed"`
 	Regression bool      `json:"regression"`
 	Tripped    []Tripped `json:"tripped"`
 	// Held lists rules whose threshold was crossed but whose interval
 	// includes zero: not a regression.
 	Held []Tripped `json:"held"`
-	Line string    `json:"line"`
+	// Expected and NotMet split the expectations.
+	Expected []Tripped `json:"expected,omitempty"`
+	NotMet   []Tripped `json:"not_met,omitempty"`
+	// ErrorRise is set when B's error rate rose beyond MaxErrorRise.
+	ErrorRise *Delta `json:"error_rise,omitempty"`
+	// Status is the verdict in one word: "OK", "EXPECTED", "REGRESSION",
+	// "FAIL" or "NOT MET" (the worst that applies).
+	Status string `json:"status"`
+	// Line is the verdict as printed, one line per finding, the first
+	// starting with Status.
+	Line string `json:"line"`
 }
 
-// Judge applies rules. A rule trips when the change crosses its threshold
-// in its direction and is significant (its interval excludes zero). A metric
-// that neither run has does not trip.
+// Judge applies --fail-on rules alone (Check with FailOn: rules).
 func (c *Comparison) Judge(rules []Rule) Verdict {
+	return c.Check(JudgeOptions{FailOn: rules})
+}
+
+// change is the rule's measure of d: relative or absolute.
+func (r Rule) change(d Delta) (float64, bool) {
+	if r.Relative {
+		if d.A == 0 {
+			return 0, false
+		}
+		return d.Rel, true
+	}
+	return d.Abs, true
+}
+
+// crosses reports whether d crosses r's threshold in r's direction, and
+// whether it does so significantly (the interval excludes zero that side).
+func (r Rule) crosses(d Delta) (crossed, significant bool) {
+	change, ok := r.change(d)
+	if !ok {
+		return false, false
+	}
+	crossed = (r.Above && change > r.Threshold) || (!r.Above && change < r.Threshold)
+	significant = d.Significant && ((r.Above && (!d.HasCI || d.CILow > 0)) || (!r.Above && (!d.HasCI || d.CIHigh < 0)))
+	return crossed, crossed && significant
+}
+
+// noData says which run lacks the data a rule on metric needs, "" when
+// both have it.
+func (c *Comparison) noData(metric string) (Delta, string) {
+	d, ok := c.Metric(metric)
+	switch {
+	case !ok && (metric == "goodput" || metric == "goodput_share" || metric == "window_compliance"):
+		return d, "no SLO to judge it (give --slo)"
+	case !ok || (d.NA == 0 && d.NB == 0):
+		return d, "no data in A or B"
+	case d.NA == 0:
+		return d, "no data in A"
+	case d.NB == 0:
+		return d, "no data in B"
+	}
+	return d, ""
+}
+
+// Check judges the comparison. A --fail-on rule trips when the change
+// crosses its threshold in its direction and is significant (its interval
+// excludes zero), or when either run has no data for its metric (a gate
+// over nothing must not pass). An expectation holds when its change
+// crosses the threshold significantly; without data it does not hold.
+func (c *Comparison) Check(o JudgeOptions) Verdict {
 	v := Verdict{Tripped: []Tripped{}, Held: []Tripped{}}
-	for _, r := range rules {
-		d, ok := c.Metric(r.Metric)
-		if !ok {
-			continue
-		}
-		change := d.Abs
-		if r.Relative {
-			if d.A == 0 {
-				continue
-			}
-			change = d.Rel
-		}
-		crossed := (r.Above && change > r.Threshold) || (!r.Above && change < r.Threshold)
-		if !crossed {
-			continue
-		}
-		t := Tripped{Rule: r, Text: r.Text, Delta: d}
-		if d.Significant && ((r.Above && (!d.HasCI || d.CILow > 0)) || (!r.Above && (!d.HasCI || d.CIHigh < 0))) {
+	for _, r := range o.FailOn {
+		d, none := c.noData(r.Metric)
+		t := Tripped{Rule: r, Text: r.Text, Delta: d, NoData: none}
+		if none != "" {
 			v.Tripped = append(v.Tripped, t)
-		} else {
+			continue
+		}
+		switch crossed, sig := r.crosses(d); {
+		case sig:
+			v.Tripped = append(v.Tripped, t)
+		case crossed:
 			v.Held = append(v.Held, t)
 		}
 	}
-	v.Failed = len(v.Tripped) > 0
-	if v.Failed {
-		// A rule is a threshold, not a judgement: one pointed at a drop
-		// ("ttft.p99<-40%") trips on an improvement. Call the verdict a
-		// regression only when every tripped change is one.
-		parts := make([]string, len(v.Tripped))
-		allWorse := true
-		for i, t := range v.Tripped {
-			parts[i] = fmt.Sprintf("%s %s (%s, CI %s)", t.Delta.Name, fmtChange(t.Delta), fmtValue(t.Delta, t.Delta.B), fmtCI(t.Delta))
-			switch better(t.Delta.Name, t.Delta.B-t.Delta.A) {
-			case -1:
-				parts[i] += ", worse,"
-			case 1:
-				parts[i] += ", better,"
-			}
-			parts[i] += " trips rule " + t.Text
-			allWorse = allWorse && better(t.Delta.Name, t.Delta.B-t.Delta.A) < 0
-		}
-		v.Regression = allWorse
-		prefix := "FAIL: "
-		if allWorse {
-			prefix = "REGRESSION: "
-		}
-		v.Line = prefix + strings.Join(parts, "; ")
-	} else {
-		v.Line = fmt.Sprintf("OK: none of %d rule(s) tripped", len(rules))
-		if len(v.Held) > 0 {
-			names := make([]string, len(v.Held))
-			for i, t := range v.Held {
-				names[i] = fmt.Sprintf("%s %s", t.Delta.Name, fmtChange(t.Delta))
-			}
-			v.Line += "; within noise (CI includes 0): " + strings.Join(names, ", ")
+	for _, r := range o.Expect {
+		d, none := c.noData(r.Metric)
+		t := Tripped{Rule: r, Text: r.Text, Delta: d, NoData: none}
+		if _, sig := r.crosses(d); none == "" && sig {
+			v.Expected = append(v.Expected, t)
+		} else {
+			v.NotMet = append(v.NotMet, t)
 		}
 	}
+	guard := o.MaxErrorRise
+	if guard == 0 {
+		guard = DefaultMaxErrorRise
+	}
+	if d, ok := c.Metric("error_rate"); ok && guard > 0 && d.Abs > guard && d.Significant && (!d.HasCI || d.CILow > 0) {
+		v.ErrorRise = &d
+	}
+
+	var lines []string
+	if len(v.NotMet) > 0 {
+		v.Status = "NOT MET"
+		lines = append(lines, "NOT MET: "+describe(v.NotMet, "expected"))
+	}
+	if v.ErrorRise != nil {
+		d := *v.ErrorRise
+		if v.Status == "" {
+			v.Status = "REGRESSION"
+		}
+		lines = append(lines, fmt.Sprintf("REGRESSION: error_rate %s → %s (%s, CI %s), more than the %s allowed (--max-error-rise)",
+			fmtValue(d, d.A), fmtValue(d, d.B), fmtSigned(d, d.Abs), fmtCI(d), fmtValue(d, guard)))
+	}
+	if len(v.Tripped) > 0 {
+		allWorse := true
+		for _, t := range v.Tripped {
+			allWorse = allWorse && t.NoData == "" && better(t.Delta.Name, t.Delta.B-t.Delta.A) < 0
+		}
+		v.Regression = allWorse
+		prefix := "FAIL"
+		if allWorse {
+			prefix = "REGRESSION"
+		}
+		if v.Status == "" {
+			v.Status = prefix
+		}
+		lines = append(lines, prefix+": "+describe(v.Tripped, "trips"))
+	}
+	v.Failed = len(v.Tripped) > 0 || len(v.NotMet) > 0 || v.ErrorRise != nil
+	if !v.Failed {
+		if len(v.Expected) > 0 {
+			v.Status = "EXPECTED"
+			lines = append(lines, "EXPECTED: "+describe(v.Expected, "meets"))
+		}
+		if n := len(o.FailOn); n > 0 || len(lines) == 0 {
+			line := fmt.Sprintf("none of %d rule(s) tripped", n)
+			if len(v.Held) > 0 {
+				names := make([]string, len(v.Held))
+				for i, t := range v.Held {
+					names[i] = fmt.Sprintf("%s %s", t.Delta.Name, fmtChange(t.Delta))
+				}
+				line += "; within noise (CI includes 0): " + strings.Join(names, ", ")
+			}
+			if v.Status == "" {
+				v.Status = "OK"
+				line = "OK: " + line
+			}
+			lines = append(lines, line)
+		}
+	}
+	v.Line = strings.Join(lines, "\n")
 	return v
+}
+
+// describe lists rules with their changes: "ttft.p99 -52.0% (180ms, CI
+// [-210ms, -160ms]), better, meets ttft.p99<-40%".
+func describe(ts []Tripped, verb string) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		if t.NoData != "" {
+			parts[i] = fmt.Sprintf("%s: %s, %s rule %s", t.Rule.Metric, t.NoData, verb, t.Text)
+			if verb == "expected" {
+				parts[i] = fmt.Sprintf("%s: %s; expected %s", t.Rule.Metric, t.NoData, t.Text)
+			}
+			continue
+		}
+		d := t.Delta
+		parts[i] = fmt.Sprintf("%s %s (%s, CI %s)", d.Name, fmtChange(d), fmtValue(d, d.B), fmtCI(d))
+		switch better(d.Name, d.B-d.A) {
+		case -1:
+			parts[i] += ", worse,"
+		case 1:
+			parts[i] += ", better,"
+		}
+		switch verb {
+		case "expected":
+			parts[i] += " expected " + t.Text
+		default:
+			parts[i] += " " + verb + " rule " + t.Text
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // better says whether a change of metric by delta is an improvement (1), a
@@ -213,7 +353,7 @@ func better(metric string, delta float64) int {
 	}
 	base, _, _ := strings.Cut(metric, ".")
 	switch base {
-	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "error_rate", "timeout_rate":
+	case "e2e", "e2e_sched", "ttfb", "ttft", "ttst", "tpot", "itl", "lag", "session_delay", "error_rate", "timeout_rate":
 		return -sign
 	case "goodput", "goodput_share", "window_compliance", "throughput", "output_tokens_per_s", "peak_output_tokens_per_s",
 		"cache_reuse":

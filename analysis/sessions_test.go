@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,50 @@ func TestSessionCounter(t *testing.T) {
 	}
 	if len(st.Longest) != 1 || st.Longest[0].Turns != 4 || st.Longest[0].Depth != 3 {
 		t.Fatalf("longest %+v", st.Longest)
+	}
+}
+
+// TestSessionDelayReported: report and compare show how long session turns
+// waited for their predecessors, apart from lag.
+func TestSessionDelayReported(t *testing.T) {
+	start := time.Unix(0, t0ns).UTC()
+	results := func(delay time.Duration) *Analyzer {
+		a := New(Options{})
+		for i := range 40 {
+			r := &formats.Result{RunID: "r", Seq: int64(i + 1), OrigTs: start.Add(time.Duration(i) * 100 * time.Millisecond), Frame: start,
+				SentUnixNs: t0ns + int64(i)*1e8, LagNs: 50_000, Status: 200, E2ENs: 2e8, E2ESchedNs: 2e8, BatchSize: -1, QueueDepth: -1}
+			if i%2 == 1 { // every other request is a later turn
+				r.SessionDelayNs = int64(delay)
+				r.E2ESchedNs += int64(delay)
+			}
+			a.AddResult(r)
+		}
+		return a
+	}
+	a, b := results(100*time.Millisecond), results(400*time.Millisecond)
+	s := a.Summary()
+	if s.SessionDelay.N != 20 || s.SessionDelay.P50 != 100*time.Millisecond || s.Lag.P99 != 50*time.Microsecond {
+		t.Fatalf("session delay %+v, lag %+v", s.SessionDelay, s.Lag)
+	}
+	var text strings.Builder
+	if err := s.WriteText(&text); err != nil || !strings.Contains(text.String(), "session_delay") {
+		t.Fatalf("report text lacks session_delay (%v):\n%s", err, text.String())
+	}
+	c := Compare(a, b, CompareOptions{Resamples: 50})
+	found := false
+	for _, d := range c.Metrics {
+		if d.Name == "session_delay.p50" {
+			found = true
+			if time.Duration(d.Abs) != 300*time.Millisecond {
+				t.Errorf("session_delay.p50 delta %v", time.Duration(d.Abs))
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("compare has no session_delay.p50")
+	}
+	rules, err := ParseRules("session_delay>+50%")
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("ParseRules(session_delay>+50%%): %v", err)
 	}
 }

@@ -20,6 +20,12 @@ const (
 	MetricE2ESched Metric = "e2e_sched"
 	MetricLag      Metric = "lag"
 	MetricITL      Metric = "itl"
+	// MetricSessionDelay is how much later than its recorded schedule a
+	// session turn became due because its predecessor was slow on the
+	// shadow (replay --sessions); only delayed turns count. A compare rule
+	// may name it; an SLO may not (it judges the predecessor, not the
+	// request).
+	MetricSessionDelay Metric = "session_delay"
 )
 
 // sloMetrics lists the metrics an SLO may bound, in print order.

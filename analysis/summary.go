@@ -38,6 +38,10 @@ type Summary struct {
 	ITL      Quantiles `json:"itl"`       // per token-bearing event, pooled (µs resolution)
 	ITLToken Quantiles `json:"itl_token"` // per token where usage gives more tokens than events
 	Lag      Quantiles `json:"lag"`
+	// SessionDelay is over the turns that waited for a predecessor on the
+	// shadow beyond their recorded schedule (replay --sessions); N = 0
+	// otherwise. It is part of E2ESched, not of Lag.
+	SessionDelay Quantiles `json:"session_delay"`
 
 	// Histograms of e2e, ttft, tpot and itl, for distribution charts.
 	Histograms map[string]Histogram `json:"histograms"`
@@ -192,6 +196,7 @@ func (a *Analyzer) Summary() *Summary {
 	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.lat[colE2ESched].quantiles(), a.lat[colTTFB].quantiles()
 	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
 	s.ITL, s.ITLToken = a.itl.quantiles(), a.itlToken.quantiles()
+	s.SessionDelay = a.lat[colSessionDelay].quantiles()
 	s.Histograms["itl"] = histogramOfDist(&a.itl)
 
 	s.RequestRate = rate(float64(n))

@@ -106,13 +106,20 @@ func (s *Summary) metricRows() []struct {
 	Name string
 	Q    Quantiles
 } {
-	return []struct {
+	rows := []struct {
 		Name string
 		Q    Quantiles
 	}{
 		{"e2e", s.E2E}, {"e2e_sched", s.E2ESched}, {"ttfb", s.TTFB}, {"ttft", s.TTFT}, {"ttst", s.TTST},
 		{"tpot", s.TPOT}, {"itl", s.ITL}, {"itl_token", s.ITLToken}, {"lag", s.Lag},
 	}
+	if s.SessionDelay.N > 0 {
+		rows = append(rows, struct {
+			Name string
+			Q    Quantiles
+		}{"session_delay", s.SessionDelay})
+	}
+	return rows
 }
 
 // WriteText writes the summary as a plain-text report: totals, latency

@@ -14,6 +14,9 @@ const (
 	TokensFromUsage    = "usage"
 	TokensFromEstimate = "estimate"
 	TokensFromTrace    = "trace" // an imported trace's own length (reel import)
+	// TokensFromEstimateMin is an estimate of a prompt holding parts reel
+	// cannot count (an image by URL, audio, a file): the rest, a lower bound.
+	TokensFromEstimateMin = "estimate_min"
 )
 
 // Exchange is one recorded request/response pair: a row of the exchange/1

@@ -9,23 +9,33 @@ import (
 	"github.com/reelkit/reel/sse"
 )
 
-// Enrich derives the LLM fields of x from its raw (unredacted) bodies:
-// model, stream, max_tokens (or max_completion_tokens) from an
-// OpenAI-compatible JSON request, prompt, output and cached tokens from a
-// non-streaming JSON response's `usage` (sse.ResponseUsage), and a prompt-token estimate when no
-// upstream usage was seen. It must run before redaction. Fields already set
-// (from SSE usage, for example) are kept. Bodies that are not JSON are left
-// alone.
-//
-// The estimate is cheap by design (it runs for every exchange): one token per
-// four bytes of prompt text plus four tokens per chat message, marked
-// prompt_tokens_source=estimate. A truncated request body is estimated from
-// its original size.
-func Enrich(x *formats.Exchange) {
-	var req llmRequest
+// Enrich derives the LLM fields of x from its raw (unredacted) bodies with
+// the cheap ApproxTokens estimate; see EnrichWith.
+func Enrich(x *formats.Exchange) { EnrichWith(x, ApproxTokens) }
+
+// EnrichWith derives the LLM fields of x from its raw (unredacted) bodies,
+// by the rules of the API its path names (sse.APIForPath): model, stream
+// and the output cap (max_completion_tokens or max_tokens, Responses'
+// max_output_tokens, Anthropic's max_tokens) from the JSON request; prompt
+// and output tokens from a non-streaming JSON response's usage; and, when
+// no upstream usage was seen, a prompt-token estimate counted with tc by
+// EstimatePrompt (prompt_tokens_source=estimate, or estimate_min when parts
+// of the prompt could not be counted). It must run before redaction.
+// Fields already set (from SSE usage, for example) are kept: the server's
+// usage always wins. Bodies that are not JSON are left alone; a truncated
+// request body is estimated from its original size (a token per 4 bytes).
+func EnrichWith(x *formats.Exchange, tc TokenCounter) {
+	api := sse.APIForPath(x.Path)
+	var req requestJSON
 	parsed := false
 	if looksJSON(x.ReqContentType, x.ReqBody) && !x.ReqBodyTrunc {
 		parsed = json.Unmarshal(x.ReqBody, &req) == nil
+	}
+	if api == sse.Unknown && parsed && (req.Messages != nil || len(req.Prompt) > 0) {
+		api = sse.ChatCompletions // an OpenAI-shaped body on an unusual path
+		if len(req.Messages) == 0 {
+			api = sse.Completions
+		}
 	}
 	if parsed {
 		if x.Model == "" {
@@ -33,11 +43,11 @@ func Enrich(x *formats.Exchange) {
 		}
 		x.Stream = x.Stream || req.Stream
 		if x.MaxTokens == 0 {
-			switch {
-			case req.MaxCompletionTokens > 0:
-				x.MaxTokens = clamp32(req.MaxCompletionTokens)
-			case req.MaxTokens > 0:
-				x.MaxTokens = clamp32(req.MaxTokens)
+			for _, f := range api.MaxOutputFields() {
+				if n := req.maxOutput(f); n > 0 {
+					x.MaxTokens = clamp32(n)
+					break
+				}
 			}
 		}
 	}
@@ -61,31 +71,20 @@ func Enrich(x *formats.Exchange) {
 	if x.PromptTokensSource != "" {
 		return
 	}
-	switch {
-	case parsed && (len(req.Messages) > 0 || len(req.Prompt) > 0):
-		n := int64(len(req.Prompt)) / 4
-		for _, m := range req.Messages {
-			n += int64(len(m.Content))/4 + 4
+	if parsed {
+		if est, ok := estimateRequest(api, &req, tc); ok {
+			x.PromptTokens = clamp32(int64(max(est.Tokens, 1)))
+			x.PromptTokensSource = formats.TokensFromEstimate
+			if est.Uncounted > 0 {
+				x.PromptTokensSource = formats.TokensFromEstimateMin
+			}
 		}
-		x.PromptTokens = clamp32(max(n, 1))
-		x.PromptTokensSource = formats.TokensFromEstimate
-	case x.ReqBodyTrunc && strings.HasSuffix(x.Path, "completions"):
+		return
+	}
+	if x.ReqBodyTrunc && api != sse.Unknown {
 		x.PromptTokens = clamp32(max(x.ReqBodyBytes/4, 1))
 		x.PromptTokensSource = formats.TokensFromEstimate
 	}
-}
-
-// llmRequest holds the fields of an OpenAI-compatible request that reel
-// records. Message contents stay raw: only their length is used.
-type llmRequest struct {
-	Model               string `json:"model"`
-	Stream              bool   `json:"stream"`
-	MaxTokens           int64  `json:"max_tokens"`
-	MaxCompletionTokens int64  `json:"max_completion_tokens"`
-	Messages            []struct {
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Prompt json.RawMessage `json:"prompt"`
 }
 
 func looksJSON(contentType string, body []byte) bool {

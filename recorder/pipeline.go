@@ -19,6 +19,11 @@ type PipelineOptions struct {
 	QueueBytes int64    // body bytes waiting at most (default 16 MiB); bounds memory
 	Workers    int      // goroutines enriching and redacting (default 1); one goroutine writes
 	Metrics    *Metrics // default NewMetrics(nil)
+	// PromptTokens counts the prompt tokens of exchanges the server sent no
+	// usage for (EnrichWith). Default ApproxTokens, cheap enough for live
+	// traffic; file imports (pcap, access logs) pass a BPE *Tokenizer,
+	// which costs 2–10× more per exchange but is exact (docs/performance.md).
+	PromptTokens TokenCounter
 	// Warn receives sink errors, at most one a second (default: dropped;
 	// they are always counted).
 	Warn func(error)
@@ -74,6 +79,9 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.PromptTokens == nil {
+		opts.PromptTokens = ApproxTokens
 	}
 	p := &pipeline{
 		sink: sink, red: red, opts: opts, m: opts.Metrics, sessionFields: sessionFields,
@@ -210,7 +218,7 @@ func (p *pipeline) work() {
 		if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
 			x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
 		}
-		Enrich(x)
+		EnrichWith(x, p.opts.PromptTokens)
 		if p.red != nil {
 			p.red.RedactExchange(x)
 			if x.RedactErr != "" {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // DefaultForwardHeaders are the recorded request headers replayed by default.
@@ -65,10 +66,11 @@ type requestBuilder struct {
 	forward      map[string]bool // canonical names of recorded headers to copy
 	extra        http.Header     // --header values, applied last
 	pinOutput    bool
+	ignoreEOS    bool
 	includeUsage bool
 }
 
-func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pinOutput, includeUsage bool) *requestBuilder {
+func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pinOutput, ignoreEOS, includeUsage bool) *requestBuilder {
 	if forward == nil {
 		forward = DefaultForwardHeaders
 	}
@@ -76,7 +78,7 @@ func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pin
 	for _, h := range forward {
 		f[http.CanonicalHeaderKey(h)] = true
 	}
-	return &requestBuilder{target: target, forward: f, extra: extra, pinOutput: pinOutput, includeUsage: includeUsage}
+	return &requestBuilder{target: target, forward: f, extra: extra, pinOutput: pinOutput, ignoreEOS: ignoreEOS, includeUsage: includeUsage}
 }
 
 // build rebuilds x's request for the target.
@@ -105,8 +107,9 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 		}
 	}
 	body := x.ReqBody
-	if (b.pinOutput || b.includeUsage) && looksJSON(x.ReqContentType, body) {
-		nb, err := rewriteLLMBody(body, b.pinOutput, x.OutputTokens, b.includeUsage)
+	if (b.pinOutput || b.ignoreEOS || b.includeUsage) && looksJSON(x.ReqContentType, body) {
+		nb, err := rewriteLLMBody(body, llmRewrite{api: sse.APIForPath(x.Path), pin: b.pinOutput,
+			outputTokens: x.OutputTokens, ignoreEOS: b.ignoreEOS, usage: b.includeUsage})
 		if err != nil {
 			return nil, fmt.Errorf("rewrite body: %w", err)
 		}
@@ -219,25 +222,45 @@ func looksJSON(contentType string, body []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// rewriteLLMBody applies --pin-output (max_tokens := the recorded output
-// tokens, ignore_eos) and --include-usage (stream_options.include_usage on
-// streaming requests) to an OpenAI-style JSON body. Other fields are kept
-// byte for byte; a body that is not a JSON object is returned unchanged.
-func rewriteLLMBody(body []byte, pin bool, outputTokens int32, usage bool) ([]byte, error) {
+// llmRewrite says how rewriteLLMBody changes a request body.
+type llmRewrite struct {
+	api          sse.API // the request's API (from its path)
+	pin          bool    // --pin-output: cap the output at outputTokens
+	outputTokens int32   // the recorded output tokens
+	ignoreEOS    bool    // --ignore-eos: ask the server to generate to the cap
+	usage        bool    // --include-usage: ask streams for usage
+}
+
+// rewriteLLMBody applies --pin-output (the API's output cap := the
+// recorded output tokens: max_tokens, and max_completion_tokens when the
+// request uses it; max_output_tokens for Responses; Anthropic's
+// max_tokens), --ignore-eos (vLLM's ignore_eos, only on the APIs whose
+// servers take it, see sse.API.TakesIgnoreEOS) and --include-usage
+// (stream_options.include_usage on streaming chat and completion
+// requests; Responses and Messages streams always report usage). Other
+// fields are kept byte for byte; a body that is not a JSON object is
+// returned unchanged.
+func rewriteLLMBody(body []byte, rw llmRewrite) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
 		return body, nil // not an object: leave it to the target to judge
 	}
 	changed := false
-	if pin && outputTokens > 0 {
-		n := json.RawMessage(fmt.Sprint(outputTokens))
-		m["max_tokens"] = n
-		if _, ok := m["max_completion_tokens"]; ok {
-			m["max_completion_tokens"] = n
+	if rw.pin && rw.outputTokens > 0 {
+		n := json.RawMessage(fmt.Sprint(rw.outputTokens))
+		fields := rw.api.MaxOutputFields()
+		for i, f := range fields {
+			if _, ok := m[f]; ok || i == len(fields)-1 {
+				m[f] = n
+				changed = true
+			}
 		}
+	}
+	if rw.ignoreEOS && (rw.api.TakesIgnoreEOS() || rw.api == sse.Unknown) {
 		m["ignore_eos"] = json.RawMessage("true")
 		changed = true
 	}
+	usage := rw.usage && (rw.api == sse.ChatCompletions || rw.api == sse.Completions || rw.api == sse.Unknown)
 	if usage && string(bytes.TrimSpace(m["stream"])) == "true" {
 		so := map[string]json.RawMessage{}
 		if raw, ok := m["stream_options"]; ok {

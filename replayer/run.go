@@ -50,7 +50,8 @@ type Options struct {
 
 	Headers           http.Header // added to every request (credentials for the shadow go here)
 	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
-	PinOutput         bool        // max_tokens := recorded output tokens, ignore_eos
+	PinOutput         bool        // the API's output cap (max_tokens, max_output_tokens) := recorded output tokens
+	IgnoreEOS         bool        // ignore_eos on chat and completion requests (vLLM, SGLang): generate to the cap
 	IncludeUsage      bool        // stream_options.include_usage on streaming requests
 	AllowRecordedHost bool        // allow a target whose host was recorded (production!)
 
@@ -276,7 +277,7 @@ func (p *Plan) newRun(ctx context.Context, sink Sink, speed float64) *replayRun 
 	}
 	r := &replayRun{p: p, o: o, speed: speed, spin: spin, rep: &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed},
 		cpu0: cputime.Process(), wall0: time.Now()}
-	r.rb = newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IncludeUsage)
+	r.rb = newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IgnoreEOS, o.IncludeUsage)
 	r.reqCtx, r.cancelReqs = context.WithCancel(ctx)
 	r.c = newClient(r.reqCtx, clientOptions{Target: o.Target, Mode: o.Conn, Timeout: o.Timeout, TLS: o.TLS, MaxConns: o.MaxConns, PoolConns: pool})
 	aopts := o.Analysis

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // TestShards runs 4 shards with one --start-at against one loopback server:
@@ -223,12 +224,18 @@ func FuzzRewriteLLMBody(f *testing.F) {
 		f.Add([]byte(s), int32(7))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, out int32) {
-		b, err := rewriteLLMBody(body, true, out, true)
-		if err != nil {
-			return
-		}
-		if out > 0 && len(b) > 0 && b[0] == '{' && string(b) != string(body) && !strings.Contains(string(b), `"ignore_eos":true`) {
-			t.Errorf("rewrote %q to %q without ignore_eos", body, b)
+		for _, api := range []sse.API{sse.ChatCompletions, sse.Responses, sse.AnthropicMessages} {
+			b, err := rewriteLLMBody(body, llmRewrite{api: api, pin: true, outputTokens: out, ignoreEOS: true, usage: true})
+			if err != nil {
+				continue
+			}
+			rewrote := len(b) > 0 && b[0] == '{' && string(b) != string(body)
+			if rewrote && api.TakesIgnoreEOS() && out > 0 && !strings.Contains(string(b), `"ignore_eos":true`) {
+				t.Errorf("rewrote %q to %q without ignore_eos", body, b)
+			}
+			if rewrote && !api.TakesIgnoreEOS() && strings.Contains(string(b), `"ignore_eos"`) && !strings.Contains(string(body), `"ignore_eos"`) {
+				t.Errorf("%v: rewrote %q to %q with ignore_eos", api, body, b)
+			}
 		}
 	})
 }

@@ -114,12 +114,15 @@ func classifyJSON(data []byte) Chunk {
 			}
 		}
 	}
-	if c.Delta.Text || c.Delta.PartialJSON {
+	if c.Delta.Text || c.Delta.PartialJSON || nonEmpty(c.Delta.isText) {
 		out.Tokens = true
 	}
 	u := c.Usage
 	if u == nil && c.Message != nil {
 		u = c.Message.Usage
+	}
+	if u == nil && c.Response != nil {
+		u = c.Response.Usage
 	}
 	if u != nil {
 		out.HasUsage = true
@@ -131,7 +134,7 @@ func classifyJSON(data []byte) Chunk {
 
 // keys whose presence makes a full parse worthwhile.
 var keys = [][]byte{[]byte(`"content"`), []byte(`"text"`), []byte(`"arguments"`),
-	[]byte(`"usage"`), []byte(`"reasoning`), []byte(`"partial_json"`)}
+	[]byte(`"usage"`), []byte(`"reasoning`), []byte(`"partial_json"`), []byte(`"delta"`)}
 
 func mayMatter(data []byte) bool {
 	for _, k := range keys {
@@ -218,9 +221,28 @@ type chunkJSON struct {
 		Delta deltaJSON `json:"delta"`
 		Text  nonEmpty  `json:"text"`
 	} `json:"choices"`
-	Delta   deltaJSON  `json:"delta"` // Anthropic content_block_delta
-	Usage   *usageJSON `json:"usage"`
+	Delta   topDeltaJSON `json:"delta"` // Anthropic content_block_delta, or Responses' text
+	Usage   *usageJSON   `json:"usage"`
 	Message *struct {
 		Usage *usageJSON `json:"usage"`
 	} `json:"message"` // Anthropic message_start
+	Response *struct {
+		Usage *usageJSON `json:"usage"`
+	} `json:"response"` // Responses: response.completed, response.incomplete, response.failed
+}
+
+// topDeltaJSON is a chunk's top-level delta: Anthropic's object, or the
+// OpenAI Responses events' string (response.output_text.delta and every
+// other *.delta event carry the generated text there).
+type topDeltaJSON struct {
+	deltaJSON
+	isText bool // a non-empty string
+}
+
+func (d *topDeltaJSON) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		d.isText = len(b) > 2
+		return nil
+	}
+	return json.Unmarshal(b, &d.deltaJSON)
 }

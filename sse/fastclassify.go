@@ -13,6 +13,7 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	w := walker{b: data}
 	var (
 		usage, msgUsage usageVal
+		respUsage       usageVal
 		seen            uint32
 	)
 	ok = w.object(func(k int) bool {
@@ -20,7 +21,18 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 		case keyChoices:
 			return w.array(func() bool { return w.choice(&c) })
 		case keyDelta:
+			if w.atString() { // Responses: "delta" is the generated text itself
+				return w.nonEmpty(&c.Tokens)
+			}
 			return w.delta(&c)
+		case keyResponse: // Responses: response.completed and its kin carry response.usage
+			var rseen uint32
+			return w.objectOrNull(func(k int) bool {
+				if k != keyUsage {
+					return w.skipValue()
+				}
+				return w.usage(&respUsage)
+			}, &rseen)
 		case keyUsage:
 			return w.usage(&usage)
 		case keyMessage:
@@ -43,6 +55,9 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 	u := usage
 	if !u.set {
 		u = msgUsage
+	}
+	if !u.set {
+		u = respUsage
 	}
 	if u.set {
 		c.HasUsage = true
@@ -75,13 +90,14 @@ const (
 	keyCachedTokens
 	keyCacheReadInputTokens
 	keyCacheCreationInputTokens
+	keyResponse
 )
 
 var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "content",
 	"reasoning_content", "reasoning", "partial_json", "tool_calls", "function", "arguments",
 	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
 	"prompt_tokens_details", "input_tokens_details", "cached_tokens",
-	"cache_read_input_tokens", "cache_creation_input_tokens"}
+	"cache_read_input_tokens", "cache_creation_input_tokens", "response"}
 
 // maxDepth bounds the nesting the fast path follows.
 const maxDepth = 64
@@ -189,6 +205,12 @@ func (w *walker) usage(u *usageVal) bool {
 		}
 		return w.skipValue()
 	}, &seen)
+}
+
+// atString reports whether the next value is a string.
+func (w *walker) atString() bool {
+	w.ws()
+	return w.i < len(w.b) && w.b[w.i] == '"'
 }
 
 // nonEmpty skips a value and sets *tokens when it is a non-empty string or

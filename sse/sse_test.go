@@ -94,6 +94,16 @@ func TestClassify(t *testing.T) {
 		{"anthropic delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, Chunk{Tokens: true}},
 		{"anthropic start", `{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
 			Chunk{HasUsage: true, Usage: Usage{PromptTokens: 5, CompletionTokens: 1}}},
+		{"anthropic message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`,
+			Chunk{HasUsage: true, Usage: Usage{CompletionTokens: 15}}},
+		{"anthropic ping", `{"type": "ping"}`, Chunk{}},
+		{"responses text delta", `{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":" the","sequence_number":4}`, Chunk{Tokens: true}},
+		{"responses arguments delta", `{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"a"}`, Chunk{Tokens: true}},
+		{"responses empty delta", `{"type":"response.output_text.delta","delta":""}`, Chunk{}},
+		{"responses created", `{"type":"response.created","response":{"id":"resp_1","status":"in_progress","usage":null}}`, Chunk{}},
+		{"responses done text", `{"type":"response.output_text.done","text":"the whole answer"}`, Chunk{}},
+		{"responses completed", `{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[{"content":[{"type":"output_text","text":"x"}]}],"usage":{"input_tokens":36,"output_tokens":87,"total_tokens":123}}}`,
+			Chunk{HasUsage: true, Usage: Usage{PromptTokens: 36, CompletionTokens: 87}}},
 		{"openai cached", `{"choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":34,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0}}}`,
 			Chunk{HasUsage: true, Usage: Usage{PromptTokens: 1200, CompletionTokens: 34, CachedTokens: 1024, HasCached: true}}},
 		{"vllm zero cached", `{"usage":{"prompt_tokens":40,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":0}}}`,
@@ -163,6 +173,10 @@ func TestFastClassify(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { Classify(data) }); n != 0 {
 		t.Fatalf("Classify of a content chunk allocates %v times", n)
 	}
+	resp := []byte(`{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":" the","sequence_number":4}`)
+	if n := testing.AllocsPerRun(100, func() { Classify(resp) }); n != 0 {
+		t.Fatalf("Classify of a Responses text delta allocates %v times", n)
+	}
 }
 
 // FuzzClassify checks the one-pass path against encoding/json: whenever it
@@ -177,6 +191,8 @@ func FuzzClassify(f *testing.F) {
 		`{"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":8},"input_tokens_details":null}}`,
 		`{"message":{"usage":{"input_tokens":1,"cache_read_input_tokens":null,"cache_creation_input_tokens":3}}}`,
 		`{"choices":[{"text":" x","delta":null}],"x":[1,-2.5e3,true,false,null,{"a":"\u00e9"}]}`,
+		`{"type":"response.output_text.delta","delta":" the","sequence_number":4}`,
+		`{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":36,"output_tokens":87}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/internal/cputime"
 	"github.com/reelkit/reel/replayer"
@@ -56,16 +57,24 @@ func server(args []string) error {
 	body := []byte("ok\n")
 	return http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		if us, err := strconv.Atoi(r.URL.Query().Get("sleep")); err == nil && us > 0 {
+			time.Sleep(time.Duration(us) * time.Microsecond) // a shadow slower than the recording
+		}
 		w.Header().Set("Content-Length", "3")
 		w.Write(body)
 	}))
 }
 
-// synthetic yields n exchanges at a constant rate.
+// synthetic yields n exchanges at a constant rate. With sessions > 0,
+// exchange i is turn i/sessions of session i%sessions (so that many
+// sessions are open at once), linked by turn keys, recorded as answered in
+// 1 ms; sleep (µs) asks the server to take that long on each.
 type synthetic struct {
-	t0   time.Time
-	gap  time.Duration
-	i, n int
+	t0       time.Time
+	gap      time.Duration
+	i, n     int
+	sessions int
+	sleep    time.Duration
 }
 
 func (s *synthetic) Next() (*formats.Exchange, error) {
@@ -74,8 +83,19 @@ func (s *synthetic) Next() (*formats.Exchange, error) {
 	}
 	s.i++
 	ts := s.t0.Add(time.Duration(s.i-1) * s.gap)
-	return &formats.Exchange{Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "bench", Seq: int64(s.i),
-		Method: "GET", Host: "prod.example", Path: "/", Query: "i=" + strconv.Itoa(s.i)}, nil
+	x := &formats.Exchange{Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "bench", Seq: int64(s.i),
+		Method: "GET", Host: "prod.example", Path: "/", Query: "i=" + strconv.Itoa(s.i)}
+	if s.sleep > 0 {
+		x.Query += "&sleep=" + strconv.FormatInt(s.sleep.Microseconds(), 10)
+	}
+	if s.sessions > 0 {
+		x.DurationNs = int64(time.Millisecond)
+		x.TurnKey = int64(s.i)
+		if prev := s.i - s.sessions; prev > 0 {
+			x.ParentTurnKey = int64(prev)
+		}
+	}
+	return x, nil
 }
 
 func (s *synthetic) Close() error { return nil }
@@ -105,7 +125,10 @@ type lagResult struct {
 	Workers   int     `json:"workers"`
 	Conns     int     `json:"conns"`
 	CPUPerReq float64 `json:"cpu_us_per_req"` // process CPU (user+system) during the run ÷ requests
-	Sustained bool    `json:"sustained"`      // achieved ≥ 95 % of rate, errors ≤ 1 %
+	Sessions  int     `json:"sessions"`
+	Delayed   int64   `json:"delayed"` // turns that waited for their predecessor (session delay > 0)
+	DelayP50  float64 `json:"session_delay_p50_us"`
+	Sustained bool    `json:"sustained"` // achieved ≥ 95 % of rate, errors ≤ 1 %
 }
 
 func lag(args []string) error {
@@ -118,6 +141,8 @@ func lag(args []string) error {
 	cpuprof := fs.String("cpuprofile", "", "write a CPU profile here")
 	conns := fs.Int("conns", 0, "pooled connections at most (0: reel's default, -1: no limit)")
 	spin := fs.Duration("spin", 0, "precise-wait window before each due time (0: reel's default)")
+	sessions := fs.Int("sessions", 0, "replay as this many concurrent sessions (--sessions infer), each turn waiting for the previous (0: single-turn traffic)")
+	sleep := fs.Duration("shadow-delay", 0, "the server takes this long per request (the recording says 1 ms): with -sessions, later turns wait for it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,11 +154,15 @@ func lag(args []string) error {
 	gap := time.Duration(float64(time.Second) / *rate)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	open := func(context.Context, time.Time, time.Time) (replayer.Source, error) {
-		return &synthetic{t0: t0, gap: gap, n: n}, nil
+		return &synthetic{t0: t0, gap: gap, n: n, sessions: *sessions, sleep: *sleep}, nil
+	}
+	var so replayer.SessionOptions
+	if *sessions > 0 {
+		so.Mode = analysis.SessionsInferred
 	}
 	ctx := context.Background()
 	plan, err := replayer.NewPlan(ctx, open, replayer.Options{Target: u, Workers: *workers, MaxInflight: *inflight, PoolConns: *conns, SpinWindow: *spin,
-		Timeout: 10 * time.Second, Selection: replayer.Selection{Frame: time.Hour}})
+		Timeout: 10 * time.Second, Selection: replayer.Selection{Frame: time.Hour}, Sessions: so})
 	if err != nil {
 		return err
 	}
@@ -155,7 +184,8 @@ func lag(args []string) error {
 	}
 	s := rep.Summary
 	r := lagResult{Tool: "reel", Rate: *rate, Requests: sink.rows, Errors: sink.errs, Workers: *workers, Conns: *conns,
-		LagP50Us: us(s.Lag.P50), LagP99Us: us(s.Lag.P99), LagMaxUs: us(s.Lag.Max), E2EP99Us: us(s.E2E.P99)}
+		LagP50Us: us(s.Lag.P50), LagP99Us: us(s.Lag.P99), LagMaxUs: us(s.Lag.Max), E2EP99Us: us(s.E2E.P99),
+		Sessions: *sessions, Delayed: s.SessionDelay.N, DelayP50: us(s.SessionDelay.P50)}
 	if sink.rows > 0 {
 		r.CPUPerReq = us(cpu) / float64(sink.rows)
 	}

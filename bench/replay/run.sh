@@ -4,6 +4,7 @@
 #
 #   bench/replay/run.sh            # full run (about 4 minutes)
 #   REPS=1 DUR=2s bench/replay/run.sh   # quick look
+#   SESSIONS_ONLY=1 bench/replay/run.sh  # lag tables, sessions included, no max-rate search
 #
 # Needs wrk (apt-get install -y wrk) and vegeta
 # (GOBIN=/tmp/vegeta-bin go install github.com/tsenart/vegeta/v12@latest;
@@ -42,6 +43,24 @@ for rate in 1000 5000 20000; do
     printf '%-8s %-10s %10.0f %10.0f %10.0f %10.0f %12.1f\n' "$rate" "$name" "$p50" "$p99" "$mx" "$ach" "$cpu"
   done
 done
+
+echo "## sessions at 5000 req/s (median of $REPS runs of $DUR; µs): single-turn vs 10k concurrent sessions"
+echo "## against a shadow that takes 5 ms where the recording took 1 ms, so every later turn waits (session delay) and is sent by the releaser"
+printf '%-10s %-12s %10s %10s %10s %10s %10s\n' sessions shadow lag_p50 lag_p99 lag_max delayed delay_p50
+for cfg in "0 0" "0 5ms" "10000 5ms"; do
+  set -- $cfg
+  : > "$out/runs"
+  for _ in $(seq "$REPS"); do
+    "$out/replay-bench" lag -target "http://$ADDR" -rate 5000 -duration "$DUR" -sessions "$1" -shadow-delay "$2" >> "$out/runs"
+  done
+  p50=$(while read -r l; do echo "$l" | field lag_p50_us; done < "$out/runs" | median)
+  p99=$(while read -r l; do echo "$l" | field lag_p99_us; done < "$out/runs" | median)
+  mx=$(while read -r l; do echo "$l" | field lag_max_us; done < "$out/runs" | median)
+  dl=$(while read -r l; do echo "$l" | field delayed; done < "$out/runs" | median)
+  dp=$(while read -r l; do echo "$l" | field session_delay_p50_us; done < "$out/runs" | median)
+  printf '%-10s %-12s %10.0f %10.0f %10.0f %10.0f %10.0f\n' "$1" "$2" "$p50" "$p99" "$mx" "$dl" "$dp"
+done
+[ -n "${SESSIONS_ONLY:-}" ] && exit 0
 
 echo "## maximum sustained rate (achieved ≥ 95 % of offered, ≤ 1 % errors)"
 rates="5000 10000 15000 20000 25000 30000 35000 40000 45000 50000 55000 60000 70000"

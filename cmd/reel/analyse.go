@@ -16,6 +16,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer"
 )
 
 // analysisFlags are the flags stats, report and compare share.
@@ -149,6 +150,13 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	opt, ro, err := af.options(stderr)
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}
+	}
+	runs, err := replayer.ListRuns(fs.Args())
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseMixedRuns(runs, strings.Join(fs.Args(), " ")); err != nil {
+		return nil, err
 	}
 	a, err := analyse(ctx, fs.Args(), opt, ro)
 	if err != nil {

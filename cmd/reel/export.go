@@ -141,34 +141,31 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// datasetPrefixBlock reads the prefix_hashes block size the datasets' files
-// state (imports do), defaulting to trace.PrefixBlockTokens; files that
-// disagree are an error, as their hash ids could not be compared.
+// datasetPrefixBlock reads the prefix_hashes block size, in tokens, that
+// the datasets' files state (imports do); 0 when they state none
+// (recordings: a hash per 64 bytes of text). Files that disagree are an
+// error, as their hash ids could not be compared.
 func datasetPrefixBlock(paths []string) (int, error) {
 	files, err := formats.ListFiles(paths)
 	if err != nil {
 		return 0, err
 	}
-	block := 0
+	block := -1
 	for _, p := range files {
 		fi, err := formats.StatFile(p)
 		if err != nil {
 			return 0, err
 		}
-		v := fi.Meta[formats.MetaUserPrefix+trace.MetaPrefixBlockTokens]
-		n := trace.PrefixBlockTokens
-		if v != "" {
+		n := 0
+		if v := fi.Meta[formats.MetaUserPrefix+trace.MetaPrefixBlockTokens]; v != "" {
 			if n, err = strconv.Atoi(v); err != nil || n < 1 {
 				return 0, fmt.Errorf("%s: bad %s %q", p, trace.MetaPrefixBlockTokens, v)
 			}
 		}
-		if block != 0 && n != block {
-			return 0, fmt.Errorf("%s: prefix_hashes of %d-token blocks, other files %d: export them apart", p, n, block)
+		if block >= 0 && n != block {
+			return 0, fmt.Errorf("%s: prefix_hashes of %d-token blocks, other files %d (0: a recording's): export them apart", p, n, block)
 		}
 		block = n
 	}
-	if block == 0 {
-		block = trace.PrefixBlockTokens
-	}
-	return block, nil
+	return max(block, 0), nil
 }

@@ -25,6 +25,7 @@ func TestCLIConventions(t *testing.T) {
 		{"--help", []string{"--help"}, 0, "usage: reel COMMAND", ""},
 		{"help", []string{"help"}, 0, "usage: reel COMMAND", ""},
 		{"help replay", []string{"help", "replay"}, 0, "usage: reel replay DATASET", ""},
+		{"help compare", []string{"help", "compare"}, 0, "--expect", ""},
 		{"replay --help", []string{"replay", "--help"}, 0, "--max-error-rate", ""},
 		{"record -h", []string{"record", "-h"}, 0, "usage: reel record", ""},
 		{"stats --help", []string{"stats", "--help"}, 0, "usage: reel stats", ""},

@@ -277,6 +277,17 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 		}
 		red = r
 	}
+	// A file import costs production nothing: its prompt estimates (for
+	// exchanges without usage) are BPE counts; live sources keep the cheap
+	// estimate (docs/performance.md, "Prompt-token estimate").
+	var promptTokens recorder.TokenCounter
+	if offline {
+		tok, err := recorder.NewTokenizer(recorder.DefaultTokenizer)
+		if err != nil {
+			return nil, nil, err
+		}
+		promptTokens = tok
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec, w, err := recorder.OpenDataset(ctx, formats.WriterOptions{
@@ -290,7 +301,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 			ContextHeaders: f.contextHeaders, SessionHeader: f.sessionHeader, SessionFields: f.sessionFields,
 		},
 		Pipeline: recorder.PipelineOptions{
-			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg),
+			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg), PromptTokens: promptTokens,
 			Warn: func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
 		},
 		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},

@@ -97,6 +97,7 @@ type replayFlags struct {
 	headersFromEnv                     []string
 	forward                            []string
 	pinOutput, includeUsage, allowHost bool
+	ignoreEOS                          bool
 	insecure, step, skipBad, quiet     bool
 	appendRun                          bool
 	maxErrorRate                       float64
@@ -134,7 +135,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(newHeaderValue(f.headers), "header", "header for the shadow, 'Name: value' (repeatable; 'Host: name' sets the virtual host; '' clears)")
 	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
 	fs.Var(newListValue(replayer.DefaultForwardHeaders, &f.forward, true), "forward-header", "recorded headers to replay, added to the defaults ('' clears them); credentials are never replayed")
-	fs.BoolVar(&f.pinOutput, "pin-output", false, "set max_tokens to the recorded output tokens (and ignore_eos)")
+	fs.BoolVar(&f.pinOutput, "pin-output", false, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it); default: when --pin-output and the target says it is vLLM, SGLang or the simulator")
 	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
 	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host (or its addresses) appears in the recording as a host or upstream (production!)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
@@ -186,6 +188,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
 		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
+	}
+	if opts.PinOutput && !fs.Changed("ignore-eos") {
+		// ignore_eos where the target is known to take it: the output then
+		// matches the recording's, not just its cap.
+		if ok, server := replayer.TargetTakesIgnoreEOS(ctx, opts.Target, opts.Headers); ok {
+			opts.IgnoreEOS = true
+			if !f.quiet {
+				fmt.Fprintf(stderr, "reel replay: the target is %s: --pin-output adds ignore_eos to chat and completion requests (--ignore-eos=false to leave it out)\n", server)
+			}
+		}
 	}
 	if !f.quiet {
 		opts.Progress = stderr
@@ -398,7 +410,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	if o.ForwardHeaders == nil {
 		o.ForwardHeaders = []string{} // cleared: replay no recorded header
 	}
-	o.PinOutput, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.includeUsage, f.allowHost
+	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
 	return o, f.speeds, nil

@@ -37,7 +37,7 @@ type findings struct {
 	Rec, Base, Fix tails
 
 	FixDelta   analysis.Delta   // short requests' ttft.p99, baseline → fix, whole window
-	FixVerdict analysis.Verdict // the improvement rule applied to it
+	FixVerdict analysis.Verdict // the improvement expectation (--expect) applied to it
 	FixRule    string
 	LongDelta  analysis.Delta // long requests' ttft.p99, baseline → fix
 	Compliance analysis.Delta // short requests' window compliance, baseline → fix
@@ -96,7 +96,7 @@ func (f *findings) check() error {
 	case d.Rel > -f.cfg.MinImprovement:
 		failed = append(failed, fmt.Sprintf("the fix changed short requests' TTFT p99 by %+.0f%% (%s → %s), want at most −%.0f%%",
 			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), 100*f.cfg.MinImprovement))
-	case !f.FixVerdict.Failed: // the fix rule ("ttft.p99<-N%") did not trip
+	case f.FixVerdict.Failed: // the expectation ("ttft.p99<-N%") did not hold
 		failed = append(failed, fmt.Sprintf("the fix's TTFT p99 change %+.0f%% is within noise (CI [%s, %s])",
 			100*d.Rel, dur(time.Duration(d.CILow)), dur(time.Duration(d.CIHigh))))
 	}
@@ -215,7 +215,7 @@ func (s *story) judge(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fix rule: %w", err)
 	}
-	f.FixVerdict = fix.Judge(rules)
+	f.FixVerdict = fix.Check(analysis.JudgeOptions{Expect: rules})
 	f.FixDelta, _ = fix.Metric("ttft.p99")
 	fixHTML := filepath.Join(cfg.Dir, "fix.html")
 	if err := writeFile(fixHTML, func(w io.Writer) error {
@@ -257,7 +257,7 @@ func (s *story) judge(ctx context.Context) error {
 	nb.say("long prompts pay for it: their TTFT p99 %s → %s (%+.0f%%) — they now wait their turn",
 		dur(time.Duration(f.LongDelta.A)), dur(time.Duration(f.LongDelta.B)), 100*f.LongDelta.Rel)
 	d := f.FixDelta
-	if f.FixVerdict.Failed && d.Rel <= -cfg.MinImprovement {
+	if !f.FixVerdict.Failed && d.Rel <= -cfg.MinImprovement {
 		nb.say("verdict: FIX CONFIRMED — short requests' TTFT p99 %+.0f%% (%s → %s), CI [%s, %s] excludes zero; rule %s holds",
 			100*d.Rel, dur(time.Duration(d.A)), dur(time.Duration(d.B)), signed(d.CILow), signed(d.CIHigh), f.FixRule)
 	} else {
@@ -267,9 +267,9 @@ func (s *story) judge(ctx context.Context) error {
 	shortFlag := fmt.Sprintf("--prompt-tokens :%d", cfg.LongPrompt-1)
 	nb.cmd(fmt.Sprintf("reel report %s %s", s.baseDir, shortFlag))
 	nb.cmd(fmt.Sprintf("reel report %s %s", s.fixDir, shortFlag))
-	nb.cmd(fmt.Sprintf("reel compare %s %s --frame %s %s --fail-on '%s' --html %s", s.baseDir, s.fixDir, cfg.Frame, shortFlag, f.FixRule, fixHTML))
+	nb.cmd(fmt.Sprintf("reel compare %s %s --frame %s %s --expect '%s' --html %s", s.baseDir, s.fixDir, cfg.Frame, shortFlag, f.FixRule, fixHTML))
 	all, _ := analysis.Compare(baseAll, fixAll, analysis.CompareOptions{Resamples: 100}).Metric("ttft.p99")
-	nb.say("(the rule is an improvement gate: compare prints FAIL and exits 1 when TTFT p99 fell by more than it asks.")
+	nb.say("(--expect is the verb for good news: compare prints EXPECTED and exits 0 when TTFT p99 fell by more than it asks, NOT MET and exit 1 otherwise.")
 	nb.say(" Without %s it judges all requests, whose TTFT p99 is the long prompts' — %s → %s (%+.0f%%) here.)",
 		shortFlag, dur(time.Duration(all.A)), dur(time.Duration(all.B)), 100*all.Rel)
 	return nil

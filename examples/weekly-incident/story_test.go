@@ -61,7 +61,7 @@ func TestCheck(t *testing.T) {
 		return analysis.Episode{Start: t0.Add(from), End: t0.Add(to)}
 	}
 	improved := analysis.Delta{Name: "ttft.p99", A: 1e9, B: 1e8, Rel: -0.9, HasCI: true, CILow: -1e9, CIHigh: -8e8, Significant: true}
-	tripped := analysis.Verdict{Failed: true} // the fix rule tripped: an improvement, not a regression
+	tripped := analysis.Verdict{Status: "EXPECTED"} // the fix's expectation held
 	tests := []struct {
 		name     string
 		episodes []analysis.Episode
@@ -77,7 +77,7 @@ func TestCheck(t *testing.T) {
 			analysis.Delta{A: 1e9, B: 8e8, Rel: -0.2, HasCI: true, CILow: -3e8, CIHigh: -1e8, Significant: true}, tripped, "want at most −40%"},
 		{"worse", []analysis.Episode{flagged(7*time.Second, 11*time.Second)},
 			analysis.Delta{A: 1e9, B: 2e9, Rel: 1}, analysis.Verdict{}, "+100%"},
-		{"within noise", []analysis.Episode{flagged(7*time.Second, 11*time.Second)}, improved, analysis.Verdict{}, "within noise"},
+		{"within noise", []analysis.Episode{flagged(7*time.Second, 11*time.Second)}, improved, analysis.Verdict{Failed: true, Status: "NOT MET"}, "within noise"},
 		{"no data", []analysis.Episode{flagged(7*time.Second, 11*time.Second)}, analysis.Delta{}, analysis.Verdict{}, "no TTFT"},
 	}
 	for _, tt := range tests {

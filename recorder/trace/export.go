@@ -31,8 +31,10 @@ type ExportOptions struct {
 	// DefaultVLLMBlockTokens (16) for VLLM.
 	BlockTokens int
 	// PrefixBlockTokens is the tokens one entry of the dataset's
-	// prefix_hashes covers (a file says so under MetaPrefixBlockTokens).
-	// Default PrefixBlockTokens.
+	// prefix_hashes covers, when it is a fixed number: imported datasets
+	// say so under MetaPrefixBlockTokens. Zero (default) spreads each
+	// request's chain evenly over its prompt tokens, which is what a
+	// recording's chain (one hash per 64 bytes of prompt text) allows.
 	PrefixBlockTokens int
 	// Start is the window's start, from which timestamps count. Default:
 	// the first exchange's time.
@@ -51,7 +53,8 @@ type Exporter struct {
 	opts    ExportOptions
 	enc     func(*ExportRow) error
 	ids     map[blockKey]int64
-	start   int64 // ns; 0 until the first row
+	start   int64 // ns: ExportOptions.Start, else the first row's time
+	started bool  // start is set
 	Rows    int64 // rows written
 	Skipped int64 // exchanges without a prompt length, not written
 }
@@ -72,15 +75,12 @@ func NewExporter(w io.Writer, opts ExportOptions) (*Exporter, error) {
 			opts.BlockTokens = DefaultVLLMBlockTokens
 		}
 	}
-	if opts.PrefixBlockTokens == 0 {
-		opts.PrefixBlockTokens = PrefixBlockTokens
-	}
-	if opts.BlockTokens < 1 || opts.PrefixBlockTokens < 1 {
+	if opts.BlockTokens < 1 || opts.PrefixBlockTokens < 0 {
 		return nil, fmt.Errorf("block sizes must be positive (got %d and %d)", opts.BlockTokens, opts.PrefixBlockTokens)
 	}
 	e := &Exporter{w: bufio.NewWriterSize(w, 256<<10), opts: opts, ids: map[blockKey]int64{}}
 	if !opts.Start.IsZero() {
-		e.start = opts.Start.UnixNano()
+		e.start, e.started = opts.Start.UnixNano(), true
 	}
 	switch opts.Format {
 	case Mooncake:
@@ -102,8 +102,8 @@ func (e *Exporter) Write(x *formats.Exchange) error {
 		e.Skipped++
 		return nil
 	}
-	if e.start == 0 {
-		e.start = x.TsUnixNs
+	if !e.started {
+		e.start, e.started = x.TsUnixNs, true
 	}
 	row := ExportRow{
 		Offset:  time.Duration(max(x.TsUnixNs-e.start, 0)),
@@ -126,12 +126,17 @@ func (e *Exporter) hashIDs(chain []int64, n int) []int64 {
 	out := make([]int64, blocks)
 	for j := range out {
 		end := min((j+1)*bt, n)
-		last := (end+pt-1)/pt - 1 // the chain entry covering block j's last token
+		var last int // the chain entry covering block j's last token
+		if pt > 0 {
+			last = (end+pt-1)/pt - 1
+		} else {
+			last = (end*len(chain)+n-1)/n - 1
+		}
 		key := blockKey{index: j}
 		if len(chain) == 0 {
 			key.hash, key.index = int64(len(e.ids)), -1 // no chain: a block nobody shares
 		} else {
-			key.hash = chain[min(last, len(chain)-1)]
+			key.hash = chain[max(min(last, len(chain)-1), 0)]
 		}
 		id, ok := e.ids[key]
 		if !ok {

@@ -203,7 +203,7 @@ func TestExportRoundTrip(t *testing.T) {
 		for _, format := range []Format{Mooncake, AIPerf, VLLM} {
 			t.Run(shape+"/"+string(format), func(t *testing.T) {
 				var out bytes.Buffer
-				e, err := NewExporter(&out, ExportOptions{Format: format})
+				e, err := NewExporter(&out, ExportOptions{Format: format, PrefixBlockTokens: PrefixBlockTokens})
 				if err != nil {
 					t.Fatal(err)
 				}

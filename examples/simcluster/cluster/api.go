@@ -87,41 +87,39 @@ func appendContent(b *bytes.Buffer, raw json.RawMessage) error {
 	return errors.New("want a string or an array of parts")
 }
 
-// renderPrompt reads a completion prompt: a string, a token array, or a
-// one-element array of either. Token ids become 4 bytes each, so the
-// estimate counts them exactly.
-func renderPrompt(raw json.RawMessage) ([]byte, error) {
+// parsePrompt reads a completion prompt: a string (text), a token array
+// (ids), or a one-element array of either.
+func parsePrompt(raw json.RawMessage) (ids []uint32, text []byte, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, fmt.Errorf("%w: prompt is required", errBadRequest)
+		return nil, nil, fmt.Errorf("%w: prompt is required", errBadRequest)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []byte(s), nil
+		return nil, []byte(s), nil
 	}
-	var ids []int64
-	if json.Unmarshal(raw, &ids) == nil {
-		out := make([]byte, 0, 4*len(ids))
-		for _, id := range ids {
-			out = binary.LittleEndian.AppendUint32(out, uint32(id))
-		}
-		return out, nil
-	}
-	var list []json.RawMessage
+	var list []int64
 	if json.Unmarshal(raw, &list) == nil {
-		if len(list) != 1 {
-			return nil, fmt.Errorf("%w: the simulator serves one prompt per request, got %d", errBadRequest, len(list))
+		ids = make([]uint32, len(list))
+		for i, id := range list {
+			ids[i] = uint32(id)
 		}
-		return renderPrompt(list[0])
+		return ids, nil, nil
 	}
-	return nil, fmt.Errorf("%w: prompt must be a string or token array", errBadRequest)
+	var prompts []json.RawMessage
+	if json.Unmarshal(raw, &prompts) == nil {
+		if len(prompts) != 1 {
+			return nil, nil, fmt.Errorf("%w: the simulator serves one prompt per request, got %d", errBadRequest, len(prompts))
+		}
+		return parsePrompt(prompts[0])
+	}
+	return nil, nil, fmt.Errorf("%w: prompt must be a string or token array", errBadRequest)
 }
 
 // RenderPrompt returns the prompt text the simulator tokenises for a
-// request body sent to path ("/v1/chat/completions" or "/v1/completions"):
-// its length / 4 is the prompt's token count, and its 64-byte blocks are
-// the prefix-cache keys. Use it to turn recorded or planned bodies into
-// SimRequests.
+// request body sent to path ("/v1/chat/completions" or "/v1/completions");
+// token ids of a token-array prompt become 4 bytes each (one estimated
+// token). Use it to turn recorded or planned bodies into SimRequests.
 func RenderPrompt(path string, body []byte) ([]byte, error) {
 	var req apiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -130,16 +128,26 @@ func RenderPrompt(path string, body []byte) ([]byte, error) {
 	if strings.HasSuffix(path, "/chat/completions") {
 		return renderChat(req.Messages)
 	}
-	return renderPrompt(req.Prompt)
+	ids, text, err := parsePrompt(req.Prompt)
+	if err != nil || ids == nil {
+		return text, err
+	}
+	out := make([]byte, 0, 4*len(ids))
+	for _, id := range ids {
+		out = binary.LittleEndian.AppendUint32(out, id)
+	}
+	return out, nil
 }
 
 // job is a validated request, ready for the engine.
 type job struct {
+	api          apiKind // the shape of the answer (apis.go)
+	inputs       int     // embeddings: inputs to answer
 	chat         bool
 	stream       bool
 	includeUsage bool
 	model        string
-	prompt       []byte
+	prompt       []uint32 // token ids (o200k_base)
 	promptTokens int
 	outLen       int
 	finish       string
@@ -164,18 +172,27 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 	}
 	j.includeUsage = req.Stream && (c.o.StreamUsage == UsageAlways || req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	var err error
-	if chat {
-		j.prompt, err = renderChat(req.Messages)
-	} else {
-		j.prompt, err = renderPrompt(req.Prompt)
-	}
-	if err != nil {
+	if j.prompt, err = requestTokens(c.o.Tokenizer, chat, &req); err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	j.promptTokens = estimateTokens(len(j.prompt))
+	if status, err := c.sizeJob(j, body, req.MaxTokens, req.MaxCompletionTokens, req.IgnoreEOS); err != nil {
+		return nil, status, err
+	}
+	return j, 0, nil
+}
+
+// sizeJob counts j's prompt tokens and derives its output length from the
+// request's output caps (maxCompletion wins over maxTokens; nil: none) and
+// whether it asked to ignore EOS. Every API's parser ends here.
+func (c *Cluster) sizeJob(j *job, body []byte, maxTokensField, maxCompletion *int, ignoreEOS bool) (int, error) {
+	req := struct {
+		MaxTokens, MaxCompletionTokens *int
+		IgnoreEOS                      bool
+	}{maxTokensField, maxCompletion, ignoreEOS}
+	j.promptTokens = max(len(j.prompt), 1)
 	maxLen := c.o.MaxModelLen
 	if j.promptTokens >= maxLen {
-		return nil, http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens, the prompt has %d", errBadRequest, maxLen, j.promptTokens)
+		return http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens, the prompt has %d", errBadRequest, maxLen, j.promptTokens)
 	}
 	maxTokens := maxLen - j.promptTokens
 	if req.MaxCompletionTokens != nil {
@@ -184,10 +201,10 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 	if req.MaxTokens != nil {
 		maxTokens = *req.MaxTokens
 		if maxTokens < 1 {
-			return nil, http.StatusBadRequest, fmt.Errorf("%w: max_tokens must be at least 1, got %d", errBadRequest, maxTokens)
+			return http.StatusBadRequest, fmt.Errorf("%w: max_tokens must be at least 1, got %d", errBadRequest, maxTokens)
 		}
 		if maxTokens > maxLen-j.promptTokens {
-			return nil, http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
+			return http.StatusBadRequest, fmt.Errorf("%w: this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
 				errBadRequest, maxLen, int64(j.promptTokens)+int64(maxTokens), j.promptTokens, maxTokens)
 		}
 	}
@@ -200,7 +217,7 @@ func (c *Cluster) parseJob(body []byte, chat bool) (*job, int, error) {
 			j.outLen, j.finish = n, "stop"
 		}
 	}
-	return j, 0, nil
+	return 0, nil
 }
 
 // naturalLength draws where EOS falls: exponential with the given mean,
@@ -232,9 +249,13 @@ func tokenText(seed uint64, i int) string {
 	return vocab[x>>58]
 }
 
-func (c *Cluster) handleChat(w http.ResponseWriter, r *http.Request) { c.serve(w, r, true) }
+func (c *Cluster) handleChat(w http.ResponseWriter, r *http.Request) {
+	c.serve(w, r, func(body []byte) (*job, int, error) { return c.parseJob(body, true) })
+}
 
-func (c *Cluster) handleCompletion(w http.ResponseWriter, r *http.Request) { c.serve(w, r, false) }
+func (c *Cluster) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	c.serve(w, r, func(body []byte) (*job, int, error) { return c.parseJob(body, false) })
+}
 
 func (c *Cluster) handleModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -246,8 +267,19 @@ func (c *Cluster) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// serve runs one completion request through the engine.
-func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
+// responder writes one request's answer in its API's shape: OpenAI chat or
+// completions (response), Responses, Anthropic Messages or embeddings
+// (apis.go).
+type responder interface {
+	start(batch, queue int) // headers (and a stream's opening events)
+	begun() bool            // start has run
+	tokens(n int) error     // the output has reached n tokens
+	finish(reason string, cached int)
+	fail(err error)
+}
+
+// serve runs one request through the engine; parse validates its body.
+func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, parse func([]byte) (*job, int, error)) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.o.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -258,7 +290,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error())
 		return
 	}
-	j, status, err := c.parseJob(body, chat)
+	j, status, err := parse(body)
 	if err != nil {
 		typ := "invalid_request_error"
 		if status == http.StatusNotFound {
@@ -284,7 +316,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusServiceUnavailable, "overloaded_error", ErrStopped.Error())
 		return
 	}
-	out := newResponse(w, j, id, c.o.DisablePrefixCache)
+	out := c.newResponder(w, j, id)
 	for {
 		select {
 		case <-req.notify:
@@ -303,7 +335,7 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 			out.fail(req.err)
 			return
 		}
-		if !out.started && (done || req.admitted.Load()) {
+		if !out.begun() && (done || req.admitted.Load()) {
 			out.start(req.s.batchAtAdmit, req.s.queueDepth)
 		}
 		n := int(req.generated.Load())
@@ -349,17 +381,17 @@ func newResponse(w http.ResponseWriter, j *job, id uint64, noCache bool) *respon
 	return o
 }
 
+func (o *response) begun() bool { return o.started }
+
 // start writes the headers: the batch the request joined and the queue it
 // found. Streams also get their role-only first chunk (chat) now.
 func (o *response) start(batch, queue int) {
 	o.started = true
-	h := o.w.Header()
-	h.Set("x-request-id", o.id)
-	h.Set("x-batch-size", strconv.Itoa(batch))
-	h.Set("x-queue-depth", strconv.Itoa(queue))
+	setEngineHeaders(o.w.Header(), o.id, batch, queue)
 	if !o.j.stream {
 		return
 	}
+	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	o.w.WriteHeader(http.StatusOK)

@@ -301,7 +301,7 @@ func TestRequestErrors(t *testing.T) {
 		{"prompt+max_tokens too long", "/v1/completions", `{"model":"m","prompt":"hi","max_tokens":1000}`, 400},
 		{"body too big", "/v1/completions", `{"model":"m","prompt":"` + strings.Repeat("a", 20000) + `"}`, 413},
 		{"token prompt", "/v1/completions", `{"model":"m","prompt":[1,2,3],"max_tokens":2}`, 200},
-		{"unknown path", "/v1/embeddings", `{}`, 404},
+		{"unknown path", "/v1/audio/speech", `{}`, 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

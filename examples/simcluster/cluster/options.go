@@ -11,9 +11,21 @@ import (
 // --block-size 16). Prefix-cache keys and KV accounting use whole blocks.
 const BlockTokens = 16
 
-// bytesPerToken is the prompt-length estimate: about four bytes of English
-// text per token (OpenAI's rule of thumb). A block is therefore 64 bytes.
-const bytesPerToken = 4
+// Tokenizer names how the simulator counts prompt tokens.
+type Tokenizer string
+
+const (
+	// TokenizerEstimate counts four bytes of rendered prompt per token,
+	// so a 16-token block is 64 bytes (OpenAI's rule of thumb). It is the
+	// default because the traffic planner and the weekly-incident story are
+	// calibrated on it; its blocks line up with nothing a real engine
+	// sees.
+	TokenizerEstimate Tokenizer = "estimate"
+	// TokenizerO200k tokenizes with the o200k_base BPE (tokens.go): token
+	// counts and 16-token KV blocks fall where a real engine's would.
+	// Fidelity measurements use it.
+	TokenizerO200k Tokenizer = "o200k"
+)
 
 // UsagePolicy says when a streamed response ends with a usage chunk.
 type UsagePolicy int
@@ -39,6 +51,9 @@ type Options struct {
 	// StrictModel rejects requests whose "model" differs from Model with
 	// 404, as vLLM does.
 	StrictModel bool
+	// Tokenizer counts prompt tokens and cuts KV blocks. Default
+	// TokenizerEstimate.
+	Tokenizer Tokenizer
 
 	// TimeScale speeds the simulation up: 10 runs every step ten times
 	// faster in wall time (a 10 ms step takes 1 ms). Default 1. Latencies
@@ -135,6 +150,13 @@ var ErrOptions = errors.New("invalid simcluster options")
 func (o Options) withDefaults() (Options, error) {
 	if o.Model == "" {
 		o.Model = "simcluster-8b"
+	}
+	switch o.Tokenizer {
+	case "":
+		o.Tokenizer = TokenizerEstimate
+	case TokenizerEstimate, TokenizerO200k:
+	default:
+		return o, fmt.Errorf("simcluster: unknown tokenizer %q (want %s or %s)", o.Tokenizer, TokenizerEstimate, TokenizerO200k)
 	}
 	if o.TimeScale == 0 {
 		o.TimeScale = 1

@@ -1,27 +1,6 @@
 package cluster
 
-import (
-	"container/list"
-	"hash/fnv"
-)
-
-// blockHashes returns the chain hashes of prompt's full 16-token blocks
-// (64 bytes each at the simulator's 4 bytes per token): hash i covers blocks
-// 0..i, so equal hashes mean equal prefixes, as in vLLM's prefix cache.
-func blockHashes(prompt []byte) []uint64 {
-	const blockBytes = BlockTokens * bytesPerToken
-	n := len(prompt) / blockBytes
-	if n == 0 {
-		return nil
-	}
-	out := make([]uint64, n)
-	h := fnv.New64a()
-	for i := range n {
-		h.Write(prompt[i*blockBytes : (i+1)*blockBytes])
-		out[i] = h.Sum64()
-	}
-	return out
-}
+import "container/list"
 
 // prefixCache is an LRU set of block chain hashes. It is used by the step
 // loop only and needs no lock.

@@ -12,9 +12,9 @@ import (
 type SimRequest struct {
 	// Arrival is when the request reaches the server, from the start.
 	Arrival time.Duration
-	// Prompt, when set, is the rendered prompt text: PromptTokens is
-	// estimated from it (4 bytes per token) and its 16-token blocks feed the
-	// prefix cache.
+	// Prompt, when set, is the rendered prompt text (RenderPrompt): it is
+	// tokenized under Options.Tokenizer for PromptTokens, and its 16-token
+	// blocks feed the prefix cache.
 	Prompt string
 	// PromptTokens is the prompt length when Prompt is empty.
 	PromptTokens int
@@ -64,8 +64,12 @@ func Simulate(ctx context.Context, opts Options, reqs []SimRequest) ([]SimResult
 		order[i] = i
 		s := &seq{prompt: r.PromptTokens, outLen: r.OutputTokens, idx: i}
 		if r.Prompt != "" {
-			s.prompt = estimateTokens(len(r.Prompt))
-			s.hashes = blockHashes([]byte(r.Prompt))
+			ids, err := textTokens(o.Tokenizer, []byte(r.Prompt))
+			if err != nil {
+				return nil, err
+			}
+			s.prompt = max(len(ids), 1)
+			s.hashes = blockHashes(ids)
 		}
 		out[i].PromptTokens = s.prompt
 		switch {
@@ -135,7 +139,3 @@ func Simulate(ctx context.Context, opts Options, reqs []SimRequest) ([]SimResult
 	}
 	return out, nil
 }
-
-// estimateTokens is the simulator's tokenizer: about 4 bytes per token,
-// at least one.
-func estimateTokens(n int) int { return max(1, (n+bytesPerToken-1)/bytesPerToken) }

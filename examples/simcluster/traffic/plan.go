@@ -79,6 +79,9 @@ type Options struct {
 	NaturalEOS bool
 	// NoStream sends non-streaming requests.
 	NoStream bool
+	// Sessions makes part of the traffic conversations and agent loops
+	// (default: none).
+	Sessions Sessions
 
 	// Run only: the target's base URL, e.g. "http://127.0.0.1:8000".
 	Target string
@@ -105,6 +108,9 @@ type Planned struct {
 	MaxTokens    int
 	Long         bool // inside the incident window and lengthened
 	Stream       bool
+	// Session is the session the request is a turn of; nil for a single
+	// request. Run sends the later turns (see Sessions).
+	Session *SessionPlan
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -141,6 +147,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 5 * time.Minute
 	}
+	if o.Sessions.Share > 0 {
+		s, err := o.Sessions.withDefaults()
+		if err != nil {
+			return o, err
+		}
+		o.Sessions = s
+	}
 	switch {
 	case !(o.Speed > 0 && o.Speed < 1e6) || !(o.Rate > 0 && o.Rate < 1e6) || o.Duration < 0 || o.MaxRequests < 0 || o.TraceOffset < 0:
 		return o, errors.New("traffic options: speed and rate must be positive, duration, count and offset not negative")
@@ -155,9 +168,10 @@ func (o Options) withDefaults() (Options, error) {
 // Planner yields a plan one request at a time, so a long plan never sits
 // in memory.
 type Planner struct {
-	o   Options
-	rng *rand.Rand
-	n   int
+	o        Options
+	rng      *rand.Rand
+	n        int
+	sessions int // sessions started
 
 	// Trace replay state.
 	traceIdx  int
@@ -225,6 +239,9 @@ func (p *Planner) Next() (Planned, bool) {
 		prompt = int(float64(prompt) * p.o.Incident.Factor)
 	}
 	r.PromptTokens = min(prompt, p.o.MaxPromptTokens)
+	if p.o.Sessions.Share > 0 && !r.Long && p.rng.Float64() < p.o.Sessions.Share {
+		r.Session = p.newSession()
+	}
 	r.Body = p.body(&r)
 	p.n++
 	return r, true
@@ -275,8 +292,9 @@ func (p *Planner) exp(mean time.Duration) time.Duration {
 }
 
 type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 type chatBody struct {
@@ -300,19 +318,22 @@ func (p *Planner) body(r *Planned) []byte {
 	if len(sys)+len("system: \n") > budget/2 {
 		sys = systemPrompt(-1)
 	}
-	msgs := []message{{"system", sys}}
+	msgs := []message{{Role: "system", Content: sys}}
 	budget -= len(sys) + len("system: \n")
 	if r.Long {
-		msgs = append(msgs, message{"user", p.text("Summarise this document for the weekly report:\n", budget-len("user: \n"))})
+		msgs = append(msgs, message{Role: "user", Content: p.text("Summarise this document for the weekly report:\n", budget-len("user: \n"))})
 	} else {
 		turns := p.rng.IntN(3)
+		if r.Session != nil {
+			turns = 0 // a session's history is its own, built turn by turn
+		}
 		for range turns {
 			share := budget / (2*turns + 2)
-			msgs = append(msgs, message{"user", p.text("", share-len("user: \n"))})
-			msgs = append(msgs, message{"assistant", p.text("", share-len("assistant: \n"))})
+			msgs = append(msgs, message{Role: "user", Content: p.text("", share-len("user: \n"))})
+			msgs = append(msgs, message{Role: "assistant", Content: p.text("", share-len("assistant: \n"))})
 			budget -= 2 * share
 		}
-		msgs = append(msgs, message{"user", p.text("", budget-len("user: \n"))})
+		msgs = append(msgs, message{Role: "user", Content: p.text("", budget-len("user: \n"))})
 	}
 	b := chatBody{
 		Model: p.o.Model, Messages: msgs, MaxTokens: r.MaxTokens, Stream: r.Stream,

@@ -29,6 +29,10 @@ type Result struct {
 	Long         bool
 	BatchSize    int // x-batch-size, -1 when absent
 	QueueDepth   int // x-queue-depth, -1 when absent
+	// Session is the request's session (nil: a single request); Answer is
+	// the answer's text, which the session's next turn carries.
+	Session *SessionPlan
+	Answer  string
 }
 
 // Summary counts what a run did.
@@ -39,6 +43,8 @@ type Summary struct {
 	Failed       int           // errors and non-2xx
 	Skipped      int           // due while MaxInFlight were in flight
 	Long         int           // incident requests sent
+	Sessions     int           // sessions started
+	FollowUps    int           // later turns of sessions sent (closed loop, after the previous answer)
 	OutputTokens int64         // tokens received
 	MaxLag       time.Duration // worst send lag
 	Elapsed      time.Duration // start to last response
@@ -79,6 +85,48 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	start := time.Now()
+	followSeq := o.MaxRequests // later turns are numbered after the plan
+	// sendTurn sends r and, for a session turn that was answered, the next
+	// turn a think time after the answer ended, until the session is over
+	// or ctx ends. The caller holds a slot for r.
+	var sendTurn func(r Planned, due time.Time)
+	sendTurn = func(r Planned, due time.Time) {
+		defer wg.Done()
+		res := send(ctx, client, target, &r, due, o.RequestTimeout)
+		<-slots
+		mu.Lock()
+		sum.add(res)
+		if o.OnResult != nil {
+			o.OnResult(res)
+		}
+		next, think, ok := followUp(&r, res.Answer)
+		if ok && res.Err == nil && res.Status/100 == 2 && ctx.Err() == nil {
+			next.Seq, next.Offset = followSeq, time.Since(start)+think
+			followSeq++
+			sum.FollowUps++
+		} else {
+			ok = false
+		}
+		mu.Unlock()
+		if !ok {
+			return
+		}
+		at := time.Now().Add(think)
+		t := time.NewTimer(think)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		select { // a session waits for a slot: it is closed loop, never skipped
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Add(1)
+		go sendTurn(next, at)
+	}
 	for ctx.Err() == nil {
 		r, ok := p.Next()
 		if !ok {
@@ -104,18 +152,13 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			mu.Unlock()
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			res := send(ctx, client, target, &r, due, o.RequestTimeout)
+		if r.Session != nil {
 			mu.Lock()
-			defer mu.Unlock()
-			sum.add(res)
-			if o.OnResult != nil {
-				o.OnResult(res)
-			}
-		}()
+			sum.Sessions++
+			mu.Unlock()
+		}
+		wg.Add(1)
+		go sendTurn(r, due)
 	}
 	wg.Wait()
 	sum.Elapsed = time.Since(start)
@@ -163,7 +206,7 @@ var (
 
 // send performs one request and measures it.
 func send(ctx context.Context, client *http.Client, target string, r *Planned, due time.Time, timeout time.Duration) *Result {
-	res := &Result{Seq: r.Seq, Offset: r.Offset, PromptTokens: r.PromptTokens, Long: r.Long, BatchSize: -1, QueueDepth: -1}
+	res := &Result{Seq: r.Seq, Offset: r.Offset, PromptTokens: r.PromptTokens, Long: r.Long, BatchSize: -1, QueueDepth: -1, Session: r.Session}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+r.Path, bytes.NewReader(r.Body))
@@ -172,6 +215,9 @@ func send(ctx context.Context, client *http.Client, target string, r *Planned, d
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if r.Session != nil {
+		req.Header.Set("X-Session-Id", r.Session.Header())
+	}
 	if r.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}
@@ -195,6 +241,11 @@ func send(ctx context.Context, client *http.Client, target string, r *Planned, d
 			Usage struct {
 				CompletionTokens int `json:"completion_tokens"`
 			} `json:"usage"`
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 		res.E2E = time.Since(sent)
@@ -202,6 +253,9 @@ func send(ctx context.Context, client *http.Client, target string, r *Planned, d
 			res.Err = fmt.Errorf("read body: %w", err)
 		} else if resp.StatusCode/100 == 2 && json.Unmarshal(body, &out) == nil {
 			res.OutputTokens = out.Usage.CompletionTokens
+			if len(out.Choices) > 0 {
+				res.Answer = out.Choices[0].Message.Content
+			}
 		}
 		return res
 	}
@@ -214,6 +268,7 @@ func send(ctx context.Context, client *http.Client, target string, r *Planned, d
 func readStream(body io.Reader, sent time.Time, res *Result) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	events, usage := 0, -1
+	var answer strings.Builder // the first choice's text, for a session's next turn
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -245,6 +300,7 @@ func readStream(body io.Reader, sent time.Time, res *Result) error {
 			if usage >= 0 {
 				res.OutputTokens = usage
 			}
+			res.Answer = answer.String()
 			return nil
 		}
 		var c struct {
@@ -268,6 +324,9 @@ func readStream(body io.Reader, sent time.Time, res *Result) error {
 		}
 		if c.Usage != nil {
 			usage = c.Usage.CompletionTokens
+		}
+		if len(c.Choices) > 0 {
+			answer.WriteString(c.Choices[0].Delta.Content)
 		}
 		if len(c.Choices) > 0 && (c.Choices[0].Delta.Content != "" || c.Choices[0].Text != "") {
 			if events == 0 {
