@@ -93,12 +93,13 @@ type Analyzer struct {
 	opt    Options
 	budget exactBudget
 
-	tot    counts
-	lat    [numCols]dist
-	hist   map[int][]int64 // column → fixed-bin counts (histEdges), for the charted metrics
-	prompt dist            // known prompt lengths (tokens)
-	body   dist            // request body bytes, where known
-	starts arrivals
+	tot      counts
+	lat      [numCols]dist
+	perFrame [numCols]bool   // the columns frames keep: the frame table's and the SLO's
+	hist     map[int][]int64 // column → fixed-bin counts (histEdges), for the charted metrics
+	prompt   dist            // known prompt lengths (tokens)
+	body     dist            // request body bytes, where known
+	starts   arrivals
 
 	frames    []*frameAcc     // frame index → accumulator
 	frameIdx  map[int64]int32 // start → frame index
@@ -216,11 +217,6 @@ func addLat(b *exactBudget, d *dist, v int64) {
 // charted are the columns whose histograms the Summary carries.
 var charted = map[int]string{colE2E: "e2e", colTTFT: "ttft", colTPOT: "tpot"}
 
-const (
-	flagOK    = 1 << iota // 2xx or 3xx
-	flagMeets             // succeeded and met every SLO bound
-)
-
 // New returns an empty Analyzer.
 func New(opt Options) *Analyzer {
 	opt = opt.withDefaults()
@@ -236,6 +232,14 @@ func New(opt Options) *Analyzer {
 		maxEnd:    math.MinInt64,
 	}
 	a.budget.limit = int64(max(opt.ExactValues, 0))
+	for _, c := range []int{colE2E, colE2ESched, colTTFT, colTPOT, colLag} {
+		a.perFrame[c] = true
+	}
+	for m := range opt.SLO.Bounds {
+		if c, ok := colOf[m]; ok {
+			a.perFrame[c] = true
+		}
+	}
 	a.byBucket = make([]*groupAcc, len(opt.LengthBuckets)+2)
 	for i := range a.byBucket {
 		a.byBucket[i] = &groupAcc{}
@@ -298,7 +302,9 @@ func (a *Analyzer) add(o observation) {
 	for c := range o.lat {
 		if v := o.lat[c]; v != missing {
 			a.lat[c].add(b, v)
-			fr.lat[c].add(b, v)
+			if a.perFrame[c] {
+				fr.lat[c].add(b, v)
+			}
 			if h, ok := a.hist[c]; ok {
 				h[histBin(v)]++
 			}

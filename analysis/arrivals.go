@@ -19,8 +19,10 @@ type arrivals struct {
 	min, max int64
 }
 
-// reorderWindow is how many starts wait to be put in order (512 KiB).
-const reorderWindow = 1 << 16
+// reorderWindow is how many starts wait to be put in order (32 KiB): a
+// reader yields rows in time order, replay results are written sorted
+// within row groups.
+const reorderWindow = 1 << 12
 
 func (s *arrivals) add(b *exactBudget, ts int64) {
 	if s.n == 0 || ts < s.min {

@@ -1,6 +1,10 @@
 package analysis
 
-import "math"
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
 
 // SketchRelErr is the relative accuracy of a sketched quantile: it lies
 // within ±1 % of the exact (nearest-rank) quantile of the same values, plus
@@ -8,14 +12,11 @@ import "math"
 // estimate is rounded.
 const SketchRelErr = 0.01
 
-// sketchGamma and sketchLogGamma define the bins: bin i holds the values v
-// with γ^(i−1) < |v| ≤ γ^i, γ = (1+α)/(1−α), and stands for 2γ^i/(γ+1),
-// which is within α of every value in the bin (DDSketch's logarithmic
-// mapping, Masson, Rim and Lee, VLDB 2019).
-var (
-	sketchGamma    = (1 + SketchRelErr) / (1 - SketchRelErr)
-	sketchLogGamma = math.Log(sketchGamma)
-)
+// sketchGamma defines the bins: bin i holds the values v with
+// γ^(i−1) < |v| ≤ γ^i, γ = (1+α)/(1−α), and stands for 2γ^i/(γ+1), which is
+// within α of every value in the bin (DDSketch's logarithmic mapping,
+// Masson, Rim and Lee, VLDB 2019).
+var sketchGamma = (1 + SketchRelErr) / (1 - SketchRelErr)
 
 // sketch is a mergeable quantile sketch with relative error SketchRelErr:
 // counts per logarithmic bin, for positive values and (by magnitude) for
@@ -35,18 +36,42 @@ type sketchBins struct {
 	offset int
 }
 
-// sketchBin returns the bin of a value x > 0.
-func sketchBin(x float64) int { return int(math.Ceil(math.Log(x) / sketchLogGamma)) }
+// sketchBounds[i] is γ^i, the upper bound of bin i, for every bin an
+// integer magnitude (1 … 2^63) can fall in; octaveFirst[k] is the first bin
+// whose bound reaches 2^k. Finding a bin is then a few comparisons within
+// one power of two instead of a logarithm.
+var sketchBounds, octaveFirst = func() ([]float64, []int) {
+	bounds := []float64{1}
+	for bounds[len(bounds)-1] < 1<<63 {
+		bounds = append(bounds, math.Pow(sketchGamma, float64(len(bounds))))
+	}
+	first := make([]int, 65)
+	for k := range first {
+		first[k], _ = slices.BinarySearch(bounds, math.Ldexp(1, k))
+	}
+	return bounds, first
+}()
+
+// sketchBin returns the bin of a magnitude m ≥ 1: the first i with γ^i ≥ m.
+func sketchBin(m uint64) int {
+	k := bits.Len64(m) - 1 // 2^k ≤ m < 2^(k+1)
+	x := float64(m)
+	i := octaveFirst[k]
+	for sketchBounds[i] < x {
+		i++
+	}
+	return i
+}
 
 // sketchValue returns the value bin i stands for.
-func sketchValue(i int) float64 { return 2 * math.Pow(sketchGamma, float64(i)) / (sketchGamma + 1) }
+func sketchValue(i int) float64 { return 2 * sketchBounds[i] / (sketchGamma + 1) }
 
 func (s *sketch) add(v int64, c int64) {
 	switch {
 	case v > 0:
-		s.pos.add(sketchBin(float64(v)), c)
+		s.pos.add(sketchBin(uint64(v)), c)
 	case v < 0:
-		s.neg.add(sketchBin(-float64(v)), c)
+		s.neg.add(sketchBin(uint64(-v)), c) // -MinInt64 wraps to 2^63 as a uint64: still right
 	default:
 		s.zero += c
 	}
@@ -130,9 +155,9 @@ func (s *sketch) atLeast(x int64) int64 {
 		if x == 0 {
 			return n + s.zero
 		}
-		return n + s.zero + s.neg.sum(math.MinInt) - s.neg.sum(sketchBin(-float64(x))+1)
+		return n + s.zero + s.neg.sum(math.MinInt) - s.neg.sum(sketchBin(uint64(-x))+1)
 	}
-	return s.pos.sum(sketchBin(float64(x)))
+	return s.pos.sum(sketchBin(uint64(x)))
 }
 
 // sum counts the values in bins from.

@@ -160,3 +160,15 @@ func BenchmarkLinkTurns(b *testing.B) {
 		LinkTurns(x, testKey)
 	}
 }
+
+// FuzzLinkTurns: any request and response bodies give links or none, never
+// a panic or a hang.
+func FuzzLinkTurns(f *testing.F) {
+	f.Add(`{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"x"}]}`, `{"choices":[{"message":{"content":"ok"}}]}`)
+	f.Add(`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"}]}]}]}`, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	f.Add(`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"1"}]}`, openAIStream("a", [3]string{"c", "f", `{"a":1}`}))
+	f.Fuzz(func(t *testing.T, req, resp string) {
+		x := chatExchange(req, 200, "", resp)
+		LinkTurns(x, testKey)
+	})
+}
