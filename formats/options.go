@@ -91,6 +91,10 @@ type WriterOptions struct {
 	MaxOpenHours int
 	// Level is the zstd level. Default zstd.SpeedFastest.
 	Level zstd.Level
+	// PageBytes is the page buffer size: larger pages give the compressor
+	// more context (bodies repeat across records) for more memory per open
+	// column. Default 1 MiB.
+	PageBytes int
 
 	// SyncEvery is how often the spool is flushed and fsynced; a SIGKILL
 	// loses at most about this much. Default 1 s.

@@ -116,6 +116,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 			rowGroupRows:  opts.RowGroupRows,
 			rowGroupBytes: opts.RowGroupBytes,
 			rotateSize:    opts.RotateSize,
+			pageBytes:     opts.PageBytes,
 			meta:          meta,
 			disk:          opts.disk,
 		},
