@@ -293,9 +293,6 @@ func (s *session) sync() error {
 	return nil
 }
 
-// rotate closes the current segment and starts the next one.
-func (s *session) rotate() error { return s.rotateSegment(false) }
-
 // rotateSegment is rotate; with discard, the current segment is about to be
 // deleted (every record in it sits in a closed, synced file), so its
 // buffered frames are dropped and it is not fsynced: that would write out,
