@@ -16,6 +16,7 @@ import (
 
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
 	"github.com/reelkit/reel/redact"
@@ -136,13 +137,13 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	}
 
 	// The recording: the server's usage, TTFT and events per API.
-	rows := readRows[formats.Exchange](t, dir)
+	rows := formatstest.Read[formats.Exchange](t, dir)
 	if len(rows) != perAPI*len(apiCases) {
 		t.Fatalf("%d rows recorded, want %d", len(rows), perAPI*len(apiCases))
 	}
 	got := map[string][]formats.Exchange{}
 	for _, x := range rows {
-		got[x.Path] = append(got[x.Path], x)
+		got[x.Path] = append(got[x.Path], *x)
 	}
 	for _, c := range apiCases {
 		for i, x := range got[c.path] {
@@ -169,13 +170,13 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	if err := runReplay(context.Background(), []string{dir, "--target", shadow.URL, "--out", out, "--speed", "4", "--pin-output", "--quiet", "--allow-recorded-host"}, &stdout, &stderr); err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
-	results := readRows[formats.Result](t, out)
+	results := formatstest.Read[formats.Result](t, out)
 	if len(results) != len(rows) {
 		t.Fatalf("%d results for %d exchanges", len(results), len(rows))
 	}
 	recorded := map[int64]formats.Exchange{}
 	for _, x := range rows {
-		recorded[x.Seq] = x
+		recorded[x.Seq] = *x
 	}
 	for _, r := range results {
 		x := recorded[r.Seq]
