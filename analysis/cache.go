@@ -103,8 +103,9 @@ func (c *Comparison) CacheLine() string {
 		"differs":      "the interval excludes 0",
 		"inconclusive": fmt.Sprintf("the interval includes 0 but is wider than ±%.0f%% of A's reuse", 100*ReproducedWithin),
 	}[v]
-	return fmt.Sprintf("prefix-cache reuse: A %s, B %s (%s, %.0f%% CI of Δ %s): %s — %s",
-		pct2(d.A), pct2(d.B), fmtChange(d), 100*c.Confidence, fmtCI(d), v, why)
+	pt := func(x float64) string { return fmt.Sprintf("%+.2f pt", 100*x) }
+	return fmt.Sprintf("prefix-cache reuse: A %s, B %s (Δ %s, %s; %.0f%% CI of Δ [%s, %s]): %s — %s",
+		pct2(d.A), pct2(d.B), pt(d.Abs), fmtChange(d), 100*c.Confidence, pt(d.CILow), pt(d.CIHigh), v, why)
 }
 
 // CacheVerdict says whether B (a replay) reproduced A's (production's)

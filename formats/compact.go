@@ -207,7 +207,7 @@ func readReplaces(p string) ([]string, error) {
 // Defaults of CompactOptions, used where a field is zero.
 const (
 	DefaultCompactLevel     = zstd.SpeedBestCompression
-	DefaultCompactPageBytes = 4 << 20
+	DefaultCompactPageBytes = 16 << 20
 	DefaultCompactGroupRows = 1 << 20
 	DefaultCompactGroupSize = 128 << 20
 	DefaultCompactFileSize  = 1 << 30
@@ -227,7 +227,8 @@ type CompactOptions struct {
 	// Level is the zstd level of the new files. Default
 	// zstd.SpeedBestCompression.
 	Level zstd.Level
-	// PageBytes is the page buffer size. Default 4 MiB.
+	// PageBytes is the page buffer size: a body column compresses with a
+	// whole page as context. Default 16 MiB.
 	PageBytes int
 	// RowGroupRows and RowGroupBytes bound a row group (and the memory one
 	// holds). Default 1Mi rows, 128 MiB.

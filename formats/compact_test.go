@@ -256,3 +256,25 @@ func TestRecorderIDNotACompactionName(t *testing.T) {
 		t.Fatal("recorder id compact.x accepted")
 	}
 }
+
+func TestGlobRegexp(t *testing.T) {
+	for _, tc := range []struct {
+		glob, path string
+		want       bool
+	}{
+		{"**/*.parquet", "dt=x/hour=01/a.parquet", true},
+		{"**/*.parquet", "a.parquet", true},
+		{"dt=*/hour=1?/*.parquet", "dt=x/hour=12/a.parquet", true},
+		{"dt=*/hour=1?/*.parquet", "dt=x/hour=02/a.parquet", false},
+		{"*.parquet", "dt=x/a.parquet", false},
+		{"dt=[!y]/**", "dt=x/hour=01/a.parquet", true},
+	} {
+		re, err := globRegexp(tc.glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if re.MatchString(tc.path) != tc.want {
+			t.Errorf("%s ~ %s: %v", tc.glob, tc.path, !tc.want)
+		}
+	}
+}

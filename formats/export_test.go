@@ -47,3 +47,18 @@ func WriteUncompressed(recs []Exchange, rowGroupRows int, reflective bool) error
 	}
 	return pw.Close()
 }
+
+// DiskQuota is a file system that holds a limited number of bytes, for
+// disk-full tests: see quotaDisk.
+type DiskQuota struct{ q *quotaDisk }
+
+// WithDiskQuota returns opts writing through a disk that holds limit bytes
+// under opts.Dir.
+func WithDiskQuota(opts WriterOptions, limit int64) (WriterOptions, *DiskQuota) {
+	q := newQuotaDisk(opts.Dir, limit)
+	opts.disk = q
+	return opts, &DiskQuota{q}
+}
+
+// SetLimit changes the disk's size: raise it to give space back.
+func (d *DiskQuota) SetLimit(limit int64) { d.q.limit.Store(limit) }

@@ -40,7 +40,7 @@ type fileWriter[T Record] struct {
 	firstSeg int // first spool segment holding records of this file
 	lastUse  int64
 
-	f        *os.File
+	f        diskFile
 	pw       *parquet.GenericWriter[T] // file layout and pages; rows go in through shred, never pw.Write
 	shred    *shredder
 	buf      rowBuffer[T] // rows of the current row group not yet shredded
@@ -72,13 +72,18 @@ type fileConfig struct {
 	rotateSize    int64
 	pageBytes     int               // page buffer size; 0: 1 MiB
 	meta          map[string]string // complete key-value metadata
+	disk          disk              // where files are created; nil: the operating system's
 }
 
 func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now time.Time, cfg fileConfig, ratio float64) (*fileWriter[T], error) {
 	if err := os.MkdirAll(filepath.Dir(temp), 0o755); err != nil {
 		return nil, fmt.Errorf("create partition: %w", err)
 	}
-	f, err := os.OpenFile(temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	d := cfg.disk
+	if d == nil {
+		d = osDisk{}
+	}
+	f, err := d.create(temp)
 	if err != nil {
 		return nil, fmt.Errorf("create file: %w", err)
 	}

@@ -31,6 +31,7 @@ func TestEagerShredMatchesReflection(t *testing.T) {
 		rowGroupBytes: 1 << 40,
 		rotateSize:    1 << 40,
 		meta:          map[string]string{MetaSchema: schemaName[Exchange](), MetaRecorder: "r"},
+		disk:          osDisk{},
 	}
 	var want bytes.Buffer
 	ref := parquet.NewGenericWriter[Exchange](&want, parquetOptions[Exchange](cfg, t0)...)

@@ -56,8 +56,11 @@ type WriterOptions struct {
 	// storage URL; what is left stays in SpoolDir for the next writer
 	// there. Default 1 minute.
 	UploadWait time.Duration
-	// Warn receives failed upload attempts (each is retried). Default:
-	// ignore; Stats.UploadErrors counts them.
+	// Warn receives the failures the writer works around without refusing
+	// records: failed upload attempts (each is retried), a file that could
+	// not be closed (its records stay in the spool), a failed spool sync
+	// (the frames wait in memory), a spool directory removed and recreated.
+	// Default: ignore; Stats counts them.
 	Warn func(error)
 	// Recorder identifies the writer in file names and metadata
 	// (letters, digits, '.', '_' and '-'; not starting with '_' or '.').
@@ -88,6 +91,10 @@ type WriterOptions struct {
 	MaxOpenHours int
 	// Level is the zstd level. Default zstd.SpeedFastest.
 	Level zstd.Level
+	// PageBytes is the page buffer size: larger pages give the compressor
+	// more context (bodies repeat across records) for more memory per open
+	// column. Default 1 MiB.
+	PageBytes int
 
 	// SyncEvery is how often the spool is flushed and fsynced; a SIGKILL
 	// loses at most about this much. Default 1 s.
@@ -98,6 +105,10 @@ type WriterOptions struct {
 
 	// Now is the clock for file ages and names. Default time.Now.
 	Now func() time.Time
+
+	// disk creates the files and spool segments (default the operating
+	// system's); tests give it a disk that fills up.
+	disk disk
 
 	// pageTap, when set (by benchmarks only), receives a copy of every
 	// uncompressed page before it is compressed.
@@ -115,6 +126,13 @@ type Stats struct {
 	Syncs        int64 // spool fsyncs
 	Recovered    int64 // records recovered from a predecessor's spool
 	Lost         int64 // spool frames found damaged during recovery (torn tails)
+	// Unsaved counts records Write accepted and then lost: their file
+	// failed and their spool frames never reached the disk (it refused
+	// them until Close), or the spool directory holding them was removed.
+	Unsaved int64
+	// SpoolRecreated counts the times the spool directory was found removed
+	// and made again.
+	SpoolRecreated int64
 
 	// Upload figures, for a writer to a storage URL.
 	Uploaded           int64 // closed files uploaded and released from local disk
@@ -174,6 +192,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.disk == nil {
+		o.disk = osDisk{}
 	}
 	if o.UploadWait <= 0 {
 		o.UploadWait = DefaultUploadWait

@@ -3,6 +3,7 @@ package formats_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -285,5 +286,104 @@ func BenchmarkBodyFloor(b *testing.B) {
 			b.ReportMetric(third/n, "third-gzip-B/rec")
 			b.ReportMetric(float64(floor)/third, "floor/third")
 		})
+	}
+}
+
+// BenchmarkCompact: disk per exchange of the chat corpus as the live writer
+// leaves it (four recorders' files in one hour, as sidecars write them),
+// with the live writer's measured lever (zstd level 3, 4 MiB pages), and
+// after `reel compact` (formats.Compact with its defaults), against the
+// bodies-alone floor of BenchmarkBodyFloor (xz -9e) computed in the same
+// run. cpu-µs/rec is the writer's CPU time per record (every thread), the
+// cost of each live setting.
+//
+//	go test ./formats -run '^$' -bench Compact -benchtime 1x -count 3
+func BenchmarkCompact(b *testing.B) {
+	recs := corpus(b, corpora[0]) // chat
+	n := float64(len(recs))
+	var floor int64
+	if xz, err := exec.LookPath("xz"); err == nil {
+		var req, resp []byte
+		for i := range recs {
+			req = append(req, recs[i].ReqBody...)
+			resp = append(resp, recs[i].RespBody...)
+		}
+		for _, col := range [][]byte{req, resp} {
+			cmd := exec.Command(xz, "-9e", "-T1", "-c")
+			cmd.Stdin = bytes.NewReader(col)
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("xz: %v", err)
+			}
+			floor += int64(len(out))
+		}
+		b.ReportMetric(float64(floor)/n, "floor-B/rec")
+	}
+	// writeLive writes the corpus as four recorders and returns the
+	// dataset's bytes and the writers' CPU time.
+	writeLive := func(dir string, opts formats.WriterOptions) (int64, time.Duration) {
+		var bytes int64
+		cpu := cputime.Process()
+		for r := range 4 {
+			o := opts
+			o.Dir, o.Recorder = dir, fmt.Sprintf("gw-%d", r)
+			w, err := formats.NewWriter[formats.Exchange](context.Background(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := r; i < len(recs); i += 4 {
+				x := recs[i]
+				if err := w.Write(&x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			bytes += w.Stats().BytesWritten
+		}
+		return bytes, cputime.Process() - cpu
+	}
+	var live, lever, compacted int64
+	var cpuLive, cpuLever, cpuCompact time.Duration
+	for range b.N {
+		dir := b.TempDir()
+		var c time.Duration
+		live, c = writeLive(dir, formats.WriterOptions{})
+		cpuLive += c
+		leverDir := b.TempDir()
+		lever, c = writeLive(leverDir, formats.WriterOptions{Level: zstd.SpeedDefault, PageBytes: 4 << 20})
+		cpuLever += c
+		os.RemoveAll(leverDir)
+		cpu := cputime.Process()
+		if _, err := formats.Compact(context.Background(), dir, formats.CompactOptions{MinAge: -1}); err != nil {
+			b.Fatal(err)
+		}
+		cpuCompact += cputime.Process() - cpu
+		files, err := formats.ListFiles([]string{dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		compacted = 0
+		for _, f := range files {
+			fi, err := formats.StatFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			compacted += fi.Size
+		}
+		os.RemoveAll(dir)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / n / float64(b.N) }
+	b.ReportMetric(float64(live)/n, "live-B/rec")
+	b.ReportMetric(float64(lever)/n, "lever-B/rec")
+	b.ReportMetric(float64(compacted)/n, "compact-B/rec")
+	b.ReportMetric(per(cpuLive), "live-cpu-µs/rec")
+	b.ReportMetric(per(cpuLever), "lever-cpu-µs/rec")
+	b.ReportMetric(per(cpuCompact), "compact-cpu-µs/rec")
+	if floor > 0 {
+		b.ReportMetric(float64(live)/float64(floor), "live/floor")
+		b.ReportMetric(float64(lever)/float64(floor), "lever/floor")
+		b.ReportMetric(float64(compacted)/float64(floor), "compact/floor")
 	}
 }

@@ -151,6 +151,9 @@ func (r *Reader[T]) Next() (*T, error) {
 			r.pending[0] = nil
 			r.pending = r.pending[1:]
 			if err := r.start(ru); err != nil {
+				if r.skipDamaged(ru.path, err) {
+					continue
+				}
 				r.err = err
 				return nil, err
 			}
@@ -161,7 +164,7 @@ func (r *Reader[T]) Next() (*T, error) {
 		ru := r.heap[0]
 		rec := ru.buf[ru.pos]
 		key := ru.key
-		if err := r.advance(ru); err != nil {
+		if err := r.advance(ru); err != nil && !r.skipDamaged(ru.path, err) {
 			r.err = err
 			return nil, err
 		}
@@ -175,6 +178,37 @@ func (r *Reader[T]) Next() (*T, error) {
 		r.last = key
 		return &rec, nil
 	}
+}
+
+// skipDamaged, with SkipBad, drops the rest of a file whose pages turned
+// out damaged (the footer was fine): its remaining runs leave the merge and
+// Warn says how many of its rows were read before the damage. It reports
+// whether it skipped; without SkipBad, or for a cancelled read, the error
+// stands.
+func (r *Reader[T]) skipDamaged(path string, err error) bool {
+	if !r.opts.SkipBad || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	for i := 0; i < len(r.heap); {
+		if r.heap[i].path == path {
+			r.release(heap.Remove(&r.heap, i).(*run[T]))
+			i = 0
+			continue
+		}
+		i++
+	}
+	kept := r.pending[:0]
+	for _, ru := range r.pending {
+		if ru.path != path {
+			kept = append(kept, ru)
+		}
+	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
+	if r.opts.Warn != nil {
+		r.opts.Warn(fmt.Errorf("skipped the rest of %s: damaged pages (%w); rows read from it before the damage were kept", path, err))
+	}
+	return true
 }
 
 // start opens a row group and pushes it on the merge heap if it has rows.

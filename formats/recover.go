@@ -20,8 +20,9 @@ import (
 //
 //   - each file named in an 'O' frame whose final name does not exist is
 //     rebuilt from its 'R' frames under a temporary name and renamed to that
-//     final name; a file whose final name exists was renamed before the crash
-//     and its frames are skipped. This makes recovery idempotent: a recovery
+//     final name; a file whose final name exists (or, writing to a storage
+//     URL, is in the bucket already) was complete before the crash and its
+//     frames are skipped. This makes recovery idempotent: a recovery
 //     killed half way is finished by the next one, and nothing is stored
 //     twice;
 //   - records of a file whose 'O' frame was lost go through the new writer;

@@ -31,6 +31,15 @@ import (
 // A file's records and its 'O' frame sit in segments at or after the one that
 // was current when the file was opened; a segment is deleted once no open file
 // started in it or before. A torn or damaged frame ends its segment.
+//
+// Disk full (or any failed write): the frames that could not be written stay
+// in memory, the segment is cut back to its last whole frame, and the write
+// is tried again with the next frames and at every sync, so nothing accepted
+// is lost while the disk recovers. A segment file is created only with its
+// first bytes, and removed again if they could not be written: no empty
+// segments. Frames waiting in memory are bounded (maxPending); beyond it new
+// records are refused, which the caller counts. The session's size
+// (segSizes) counts bytes on disk only.
 
 const (
 	frameHeader = 'H'
@@ -41,6 +50,7 @@ const (
 	lockName     = "lock"
 	maxFrame     = 1 << 30
 	spoolBuffer  = 256 << 10 // frames are written out in chunks of about this size
+	maxPending   = 16 << 20  // frames kept in memory while the disk refuses them
 )
 
 var (
@@ -64,17 +74,25 @@ type session struct {
 	lock   *os.File
 	spool  bool
 	header []byte // 'H' frame payload (JSON)
+	disk   disk
 
-	seg      int // current segment number, 0 before the first
-	f        *os.File
-	buf      []byte        // frames not yet written to f
-	broken   bool          // the current segment failed a write; rotate before the next frame
-	segSizes map[int]int64 // live segments and their sizes
+	seg      int            // current segment number, 0 before the first
+	f        diskFile       // the current segment; nil until its first bytes are written
+	onDisk   int64          // bytes of the current segment on disk: whole frames only
+	buf      []byte         // frames not yet on disk
+	pending  map[uint32]int // 'R' frames in buf, by file ordinal
+	failing  error          // why buf could not be written out; nil while writes succeed
+	segSizes map[int]int64  // live segments and their bytes on disk
 }
+
+// ErrSpoolFull is returned (wrapped, with the disk's error) for records
+// refused because maxPending bytes of frames are waiting for a disk that
+// refuses writes.
+var ErrSpoolFull = errors.New("spool cannot keep up: the disk refuses writes")
 
 // openSession creates and locks Dir/_spool/<recorder>-<start>, bumping start
 // by a second while the name is taken, and returns it with its session id.
-func openSession(root, recorder string, now time.Time, schema string, meta map[string]string, spool bool) (*session, string, error) {
+func openSession(root, recorder string, now time.Time, schema string, meta map[string]string, spool bool, d disk) (*session, string, error) {
 	spoolRoot := filepath.Join(root, spoolDirName)
 	if err := os.MkdirAll(spoolRoot, 0o755); err != nil {
 		return nil, "", fmt.Errorf("create spool: %w", err)
@@ -100,7 +118,7 @@ func openSession(root, recorder string, now time.Time, schema string, meta map[s
 			os.RemoveAll(tmp)
 			continue // taken
 		}
-		s := &session{dir: dir, lock: lock, spool: spool, segSizes: map[int]int64{}}
+		s := &session{dir: dir, lock: lock, spool: spool, disk: d, segSizes: map[int]int64{}, pending: map[uint32]int{}}
 		if spool {
 			h, err := encodeJSON(spoolHeader{Schema: schema, Codec: codecVersion, Meta: meta})
 			if err != nil {
@@ -108,10 +126,7 @@ func openSession(root, recorder string, now time.Time, schema string, meta map[s
 				return nil, "", err
 			}
 			s.header = h
-			if err := s.rotate(); err != nil {
-				s.remove()
-				return nil, "", fmt.Errorf("create spool: %w", err)
-			}
+			s.startSegment(nil) // created with its first bytes (writeOut)
 		}
 		syncDir(spoolRoot)
 		return s, sid, nil
@@ -158,11 +173,13 @@ func (s *session) appendRecord(ordinal uint32, encode func([]byte) []byte) error
 
 // append adds a frame whose payload fill appends, encoding it straight into
 // the segment's write buffer (no copy of the record between encoding and
-// the write), and writes the buffer out once it holds spoolBuffer bytes.
+// the write), and writes the buffer out once it holds spoolBuffer bytes. It
+// fails (ErrSpoolFull) only when the disk has been refusing writes and
+// maxPending bytes wait; a frame it took is kept until it is on disk.
 func (s *session) append(kind byte, ordinal uint32, fill func([]byte) []byte) error {
-	if s.broken {
-		if err := s.rotate(); err != nil {
-			return err
+	if s.failing != nil && len(s.buf) >= maxPending {
+		if err := s.writeOut(); err != nil {
+			return fmt.Errorf("%w: %w", ErrSpoolFull, err)
 		}
 	}
 	start := len(s.buf)
@@ -173,33 +190,88 @@ func (s *session) append(kind byte, ordinal uint32, fill func([]byte) []byte) er
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(body, crcTable))
 	s.buf = b
-	s.segSizes[s.seg] += int64(len(b) - start)
+	if kind == frameRecord {
+		s.pending[ordinal]++
+	}
 	if len(s.buf) >= spoolBuffer {
-		return s.writeOut()
+		s.writeOut() // a failure keeps the frames for the next try
 	}
 	return nil
 }
 
-// writeOut writes the buffered frames to the current segment.
+// writeOut writes the buffered frames to the current segment, creating it
+// with its first bytes. On failure the segment is cut back to its last
+// whole frame (removed if that leaves it empty) and the frames stay
+// buffered.
 func (s *session) writeOut() error {
 	if len(s.buf) == 0 {
 		return nil
 	}
-	_, err := s.f.Write(s.buf)
+	if s.f == nil {
+		f, err := s.disk.create(filepath.Join(s.dir, segName(s.seg)))
+		if err != nil {
+			s.failing = err
+			return err
+		}
+		s.f, s.onDisk = f, 0
+	}
+	n, err := s.f.Write(s.buf)
+	if err != nil {
+		s.failing = err
+		if n > 0 {
+			if terr := s.f.Truncate(s.onDisk); terr != nil {
+				// The torn tail stays: recovery stops at it, and what
+				// follows in this segment would be lost, so start the next.
+				s.abandonSegment()
+				return err
+			}
+		}
+		if s.onDisk == 0 {
+			s.f.Close()
+			os.Remove(filepath.Join(s.dir, segName(s.seg)))
+			s.f = nil
+		}
+		return err
+	}
+	s.onDisk += int64(n)
+	s.segSizes[s.seg] = s.onDisk
+	s.failing = nil
 	s.buf = s.buf[:0]
 	if cap(s.buf) > 4*spoolBuffer {
 		s.buf = nil // a huge record passed: don't keep its memory
 	}
-	if err != nil {
-		s.broken = true
-	}
-	return err
+	clear(s.pending)
+	return nil
+}
+
+// abandonSegment leaves the current segment as it is on disk and moves the
+// buffered frames to the next one, after its header.
+func (s *session) abandonSegment() {
+	s.f.Close()
+	s.f = nil
+	s.startSegment(s.buf)
+}
+
+// startSegment makes the next segment current, its buffer the header frame
+// followed by carry (frames of the previous segment not yet on disk).
+func (s *session) startSegment(carry []byte) {
+	s.seg++
+	s.segSizes[s.seg] = 0
+	s.onDisk = 0
+	head := make([]byte, 0, 16+len(s.header)+len(carry))
+	head = append(head, 0, 0, 0, 0, 0, 0, 0, 0, frameHeader)
+	head = binary.AppendUvarint(head, 0)
+	head = append(head, s.header...)
+	body := head[8:]
+	binary.LittleEndian.PutUint32(head[0:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(head[4:], crc32.Checksum(body, crcTable))
+	s.buf = append(head, carry...)
 }
 
 // flush writes buffered frames to the current segment and returns it for an
 // fsync, or nil when there is nothing to sync.
-func (s *session) flush() (*os.File, error) {
-	if !s.spool || s.f == nil || s.broken {
+func (s *session) flush() (diskFile, error) {
+	if !s.spool {
 		return nil, nil
 	}
 	if err := s.writeOut(); err != nil {
@@ -210,14 +282,12 @@ func (s *session) flush() (*os.File, error) {
 
 // sync writes buffered frames and fsyncs the current segment.
 func (s *session) sync() error {
-	if !s.spool || s.f == nil || s.broken {
-		return nil
-	}
-	if err := s.writeOut(); err != nil {
+	f, err := s.flush()
+	if err != nil || f == nil {
 		return err
 	}
-	if err := s.f.Sync(); err != nil {
-		s.broken = true
+	if err := f.Sync(); err != nil {
+		s.failing = err
 		return err
 	}
 	return nil
@@ -229,36 +299,67 @@ func (s *session) rotate() error { return s.rotateSegment(false) }
 // rotateSegment is rotate; with discard, the current segment is about to be
 // deleted (every record in it sits in a closed, synced file), so its
 // buffered frames are dropped and it is not fsynced: that would write out,
-// and wait for, up to a whole file's worth of records for nothing.
+// and wait for, up to a whole file's worth of records for nothing. Without
+// discard, frames that cannot be written now move on to the next segment
+// (after its header), still in order.
 func (s *session) rotateSegment(discard bool) error {
 	if !s.spool {
 		return nil
 	}
-	if s.f != nil && discard {
-		s.buf = s.buf[:0]
-		s.f.Close()
-		s.f = nil
+	var carry []byte
+	var err error
+	if discard {
+		clear(s.pending)
+	} else {
+		err = s.sync()
+		carry = s.buf
 	}
 	if s.f != nil {
-		err := s.sync()
 		if cerr := s.f.Close(); err == nil {
 			err = cerr
 		}
 		s.f = nil
-		if err != nil && !s.broken {
-			return err
-		}
 	}
-	s.seg++
-	f, err := os.OpenFile(filepath.Join(s.dir, segName(s.seg)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		s.broken = true
+	s.buf = nil
+	s.startSegment(carry)
+	return err
+}
+
+// recreate makes the session's directory and lock again after they were
+// removed, and starts a new segment. The frames buffered for the removed
+// segments are dropped: the writer closes the files they belong to next.
+func (s *session) recreate() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	s.f, s.broken = f, false
-	s.buf = s.buf[:0] // frames of a broken segment are not carried over
-	s.segSizes[s.seg] = 0
-	return s.append(frameHeader, 0, func(b []byte) []byte { return append(b, s.header...) })
+	lock, err := lockDir(s.dir)
+	if err != nil {
+		return err
+	}
+	s.lock.Close()
+	s.lock = lock
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	clear(s.segSizes)
+	clear(s.pending)
+	s.buf, s.failing = nil, nil
+	s.startSegment(nil)
+	return nil
+}
+
+// lostPending reports the records of the given file ordinals whose frames
+// are still only in memory: what a release loses of files that did not
+// close.
+func (s *session) lostPending(failed map[uint32]bool) int64 {
+	var n int64
+	for o, c := range s.pending {
+		if failed[o] {
+			n += int64(c)
+		}
+	}
+	return n
 }
 
 // dropBefore deletes the segments numbered below keep.
@@ -275,8 +376,10 @@ func (s *session) dropBefore(keep int) {
 // release closes the spool and unlocks the session, keeping its files for the
 // next writer to recover.
 func (s *session) release() {
-	if s.f != nil {
+	if s.spool {
 		s.sync()
+	}
+	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}

@@ -230,7 +230,7 @@ func TestSIGKILL(t *testing.T) {
 func TestFrameReaderTornTail(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, _, err := openSession(dir, "r", t0, ExchangeSchema, map[string]string{"k": "v"}, true)
+	s, _, err := openSession(dir, "r", t0, ExchangeSchema, map[string]string{"k": "v"}, true, osDisk{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,14 +49,16 @@ type Writer[T Record] struct {
 	stop  chan struct{}
 	done  chan struct{}
 
+	unsaved atomic.Int64 // see Unsaved
+
 	mu     sync.Mutex               // guards everything below, and sess
 	files  map[int64]*fileWriter[T] // open files by unix hour
 	next   uint32                   // last file ordinal used
 	use    int64                    // write counter, for least-recently-used eviction
 	stats  Stats
-	err    error   // error of background work (sync, age rotation), reported by the next Write
-	pinned int     // oldest spool segment a failed file needs; math.MaxInt if none
-	ratio  float64 // compression ratio of the last closed file, for rotation estimates
+	pinned int              // oldest spool segment a failed file needs; math.MaxInt if none
+	failed map[uint32]int64 // files that failed (pinned), by ordinal: their rows
+	ratio  float64          // compression ratio of the last closed file, for rotation estimates
 	closed bool
 }
 
@@ -113,16 +116,19 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 			rowGroupRows:  opts.RowGroupRows,
 			rowGroupBytes: opts.RowGroupBytes,
 			rotateSize:    opts.RotateSize,
+			pageBytes:     opts.PageBytes,
 			meta:          meta,
+			disk:          opts.disk,
 		},
 		up:     up,
 		files:  map[int64]*fileWriter[T]{},
+		failed: map[uint32]int64{},
 		pinned: math.MaxInt,
 		ratio:  1,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	sess, sid, err := openSession(opts.Dir, opts.Recorder, opts.Now(), schemaName[T](), meta, !opts.NoSpool)
+	sess, sid, err := openSession(opts.Dir, opts.Recorder, opts.Now(), schemaName[T](), meta, !opts.NoSpool, opts.disk)
 	if err != nil {
 		return nil, fmt.Errorf("new writer: %w", err)
 	}
@@ -144,19 +150,21 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	return w, nil
 }
 
-// Write adds one record. It returns an error when the spool or a file cannot
-// be written (disk full, for example), or once when the background spool sync
-// or age rotation failed since the previous call; the record is then not
-// stored. The writer stays usable after an error.
+// Write adds one record. It returns an error exactly when the record is
+// not stored: its file cannot be created, or the spool refuses it
+// (ErrSpoolFull: the disk has been refusing writes for a while). A record
+// Write accepted ends up in a closed file — now, or, when its file fails
+// later, rebuilt from the spool by the next writer on the directory —
+// unless the process is killed within SyncEvery, or the disk refuses the
+// spool until Close; such records are counted in Stats.Unsaved and
+// Unsaved. Failures the writer works around (a file that could not be
+// closed, a failed spool sync, a removed spool directory) go to
+// WriterOptions.Warn. The writer stays usable after an error.
 func (w *Writer[T]) Write(rec *T) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
-	}
-	if err := w.err; err != nil {
-		w.err = nil // reported once
-		return err
 	}
 	hour := floorDiv(timeKey(rec), int64(time.Hour))
 	fw, err := w.fileFor(hour)
@@ -168,17 +176,33 @@ func (w *Writer[T]) Write(rec *T) error {
 			return fmt.Errorf("write: spool: %w", err)
 		}
 	}
+	w.stats.Records++
 	if err := fw.add(rec); err != nil {
+		// The record is in the spool with the file's others: the next
+		// writer rebuilds them (without a spool they are lost, counted).
 		w.failFile(fw)
-		return fmt.Errorf("write: %w", err)
+		w.warn(fmt.Errorf("write %s: %w", fw.final, err))
+		return nil
 	}
 	w.use++
 	fw.lastUse = w.use
-	w.stats.Records++
 	if fw.full() {
-		return w.closeFile(fw)
+		if err := w.closeFile(fw); err != nil {
+			w.warn(err)
+		}
 	}
 	return nil
+}
+
+// Unsaved counts the records Write accepted that were lost since (see
+// Write); safe to call at any time.
+func (w *Writer[T]) Unsaved() int64 { return w.unsaved.Load() }
+
+// warn hands a failure the writer worked around to WriterOptions.Warn.
+func (w *Writer[T]) warn(err error) {
+	if w.opts.Warn != nil {
+		w.opts.Warn(err)
+	}
 }
 
 // Epoch is when the writer started, to the millisecond: a writer opened
@@ -270,11 +294,11 @@ func (w *Writer[T]) closeAll(ctx context.Context) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		w.sess.release()
+		w.release()
 		return fmt.Errorf("close writer: %w; the records of files not closed stay in the spool for the next writer to recover", err)
 	}
 	if len(errs) > 0 || w.pinned != math.MaxInt {
-		w.sess.release()
+		w.release()
 		if len(errs) == 0 {
 			return errors.New("close writer: some files failed earlier; their records stay in the spool for the next writer to recover")
 		}
@@ -284,6 +308,17 @@ func (w *Writer[T]) closeAll(ctx context.Context) error {
 		return fmt.Errorf("close writer: %w", err)
 	}
 	return nil
+}
+
+// release keeps the spool for the next writer, counting the records of
+// failed files whose frames never reached the disk.
+func (w *Writer[T]) release() {
+	w.sess.release()
+	failed := make(map[uint32]bool, len(w.failed))
+	for o := range w.failed {
+		failed[o] = true
+	}
+	w.lose(w.sess.lostPending(failed))
 }
 
 // background syncs the spool and rotates files by age until Close.
@@ -309,18 +344,17 @@ func (w *Writer[T]) background() {
 		}
 		w.mu.Lock()
 		if err != nil {
-			w.sess.broken = true
-			if w.err == nil {
-				w.err = fmt.Errorf("sync spool: %w", err)
-			}
+			w.sess.failing = err
+			w.warn(fmt.Errorf("sync spool: %w (records are kept in memory and written when the disk takes them)", err))
 		} else if f != nil {
 			w.stats.Syncs++
 		}
+		w.checkSpool()
 		now := w.opts.Now()
 		for _, fw := range w.files {
 			if now.Sub(fw.opened) >= w.opts.RotateAge {
-				if err := w.closeFile(fw); err != nil && w.err == nil {
-					w.err = err
+				if err := w.closeFile(fw); err != nil {
+					w.warn(err)
 				}
 			}
 		}
@@ -342,7 +376,7 @@ func (w *Writer[T]) fileFor(hour int64) (*fileWriter[T], error) {
 			}
 		}
 		if err := w.closeFile(lru); err != nil {
-			return nil, err
+			w.warn(err) // its records stay in the spool
 		}
 	}
 	// A session id repeats when a writer on the same recorder id opened in
@@ -417,9 +451,55 @@ func (w *Writer[T]) failFile(fw *fileWriter[T]) {
 }
 
 // pin keeps the spool segments of a failed file until the next NewWriter on
-// the directory recovers them.
+// the directory recovers them. Without a spool its records are lost, and
+// counted.
 func (w *Writer[T]) pin(fw *fileWriter[T]) {
+	if !w.sess.spooling() {
+		w.lose(fw.rows)
+		return
+	}
 	w.pinned = min(w.pinned, fw.firstSeg)
+	w.failed[fw.ordinal] = fw.rows
+}
+
+// lose counts n accepted records as lost.
+func (w *Writer[T]) lose(n int64) {
+	w.stats.Unsaved += n
+	w.unsaved.Add(n)
+}
+
+// checkSpool notices a spool directory removed while the writer runs (an
+// operator's rm -rf, a cleanup job) and recreates it. The removed segments
+// held the records of the open files and of files that failed earlier: the
+// open files are closed at once, so their records sit in closed files
+// instead; records that no file holds any more are counted lost. The event
+// is counted (Stats.SpoolRecreated) and reported to Warn.
+func (w *Writer[T]) checkSpool() {
+	if !w.sess.spooling() {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(w.sess.dir, lockName)); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	w.stats.SpoolRecreated++
+	if err := w.sess.recreate(); err != nil {
+		w.warn(fmt.Errorf("spool directory %s was removed while recording; recreating it failed: %w (records are kept in memory, then refused and counted)", w.sess.dir, err))
+		return
+	}
+	closed := 0
+	for _, fw := range w.files {
+		if w.closeFile(fw) == nil {
+			closed++
+		}
+	}
+	var lost int64
+	for _, rows := range w.failed {
+		lost += rows
+	}
+	clear(w.failed)
+	w.pinned = math.MaxInt
+	w.lose(lost)
+	w.warn(fmt.Errorf("spool directory %s was removed while recording: recreated it; closed %d open file(s) early so their records are safe, %d record(s) lost with the removed spool", w.sess.dir, closed, lost))
 }
 
 func floorDiv(a, b int64) int64 {

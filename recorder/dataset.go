@@ -25,7 +25,10 @@ const DefaultRowGroupBytes = 8 << 20
 //     that one is empty, and the same in file names and rows;
 //   - the sequence numbers and connection ids count from the writer's epoch
 //     (unique across restarts on the directory);
-//   - the spool-size gauge of opts.Pipeline.Metrics reads the writer.
+//   - the spool gauges of opts.Pipeline.Metrics read the writer's Stats;
+//   - dataset.Warn defaults to opts.Pipeline.Warn: the writer reports there
+//     what it works around (a file that could not be closed, a failed spool
+//     sync, a removed spool directory).
 //
 // The writer is returned for its Stats (what recovery found, what was
 // written); the Recorder owns it and closes it in Close.
@@ -40,6 +43,9 @@ func OpenDataset(ctx context.Context, dataset formats.WriterOptions, red Redacto
 			dataset.RedactionFingerprint = f.Fingerprint()
 		}
 	}
+	if dataset.Warn == nil {
+		dataset.Warn = opts.Pipeline.Warn
+	}
 	switch {
 	case dataset.Recorder == "":
 		dataset.Recorder = opts.Config.Recorder
@@ -53,6 +59,6 @@ func OpenDataset(ctx context.Context, dataset formats.WriterOptions, red Redacto
 	if opts.Pipeline.Metrics == nil {
 		opts.Pipeline.Metrics = NewMetrics(nil)
 	}
-	opts.Pipeline.Metrics.SetSpoolBytes(func() int64 { return w.Stats().SpoolBytes })
+	opts.Pipeline.Metrics.SetDatasetStats(w.Stats)
 	return New(w, red, opts), w, nil
 }

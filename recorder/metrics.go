@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reelkit/reel/formats"
 )
 
 // Drop and skip reasons used in the metrics' reason label.
@@ -12,8 +14,13 @@ const (
 	DropQueueBytes = "queue_bytes" // the queue held QueueBytes of bodies
 	DropWrite      = "write_error" // the sink failed (disk full, I/O error)
 	DropClosed     = "closed"      // submitted after Close
-	SkipFiltered   = "filtered"    // the path/method/host filter excluded it
-	SkipSampled    = "sampled"     // --sample left it out
+	// DropLost counts exchanges the sink accepted (and counted in
+	// exchanges_total) but lost later: their file failed and the disk
+	// refused their spool frames until shutdown, or the spool directory
+	// holding them was removed. Rows on disk = exchanges_total − lost.
+	DropLost     = "lost"
+	SkipFiltered = "filtered" // the path/method/host filter excluded it
+	SkipSampled  = "sampled"  // --sample left it out
 )
 
 // Metrics are the recorder's Prometheus metrics. Sources record their own
@@ -29,7 +36,7 @@ type Metrics struct {
 	ProxySeconds    prometheus.Histogram   // reel_proxy_request_duration_seconds
 	ProxyErrors     *prometheus.CounterVec // reel_proxy_errors_total{kind}
 
-	spool atomic.Pointer[func() int64]
+	dataset atomic.Pointer[func() formats.Stats] // see SetDatasetStats
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -55,32 +62,37 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "reel_proxy_request_duration_seconds", Help: "Proxied request duration, first request byte to last response byte.",
 			Buckets: prometheus.ExponentialBuckets(250e-6, 2.5, 14)}),
 		ProxyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reel_proxy_errors_total", Help: "Proxied requests that failed, by kind (upstream, client_abort)."}, []string{"kind"}),
+			Name: "reel_proxy_errors_total", Help: "Proxied requests that failed, by kind (upstream, client_abort, bad_request); each failed request counts once."}, []string{"kind"}),
 	}
-	for _, r := range []string{DropQueueFull, DropQueueBytes, DropWrite, DropClosed} {
+	for _, r := range []string{DropQueueFull, DropQueueBytes, DropWrite, DropClosed, DropLost} {
 		m.Dropped.WithLabelValues(r)
 	}
 	for _, r := range []string{SkipFiltered, SkipSampled} {
 		m.Skipped.WithLabelValues(r)
 	}
-	for _, k := range []string{"upstream", "client_abort"} {
+	for _, k := range []string{"upstream", "client_abort", "bad_request"} {
 		m.ProxyErrors.WithLabelValues(k)
 	}
 	spool := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "reel_recorder_spool_bytes", Help: "Bytes in the write-ahead spool not yet in a closed Parquet file."},
-		func() float64 {
-			if f := m.spool.Load(); f != nil {
-				return float64((*f)())
-			}
-			return 0
-		})
+		Name: "reel_recorder_spool_bytes", Help: "Bytes of the write-ahead spool on disk (records not yet in a closed Parquet file)."},
+		func() float64 { return float64(m.datasetStats().SpoolBytes) })
+	recreated := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "reel_recorder_spool_recreated_total", Help: "Times the spool directory was found removed while recording and made again."},
+		func() float64 { return float64(m.datasetStats().SpoolRecreated) })
 	if reg != nil {
 		reg.MustRegister(m.Recorded, m.Dropped, m.Skipped, m.Bytes, m.QueueDepth, m.RedactionErrors,
-			m.WriteSeconds, m.ProxySeconds, m.ProxyErrors, spool)
+			m.WriteSeconds, m.ProxySeconds, m.ProxyErrors, spool, recreated)
 	}
 	return m
 }
 
-// SetSpoolBytes sets the function the spool-size gauge reads (the dataset
-// writer's statistics).
-func (m *Metrics) SetSpoolBytes(f func() int64) { m.spool.Store(&f) }
+// SetDatasetStats sets the function the spool gauges read: the dataset
+// writer's Stats (OpenDataset sets it).
+func (m *Metrics) SetDatasetStats(f func() formats.Stats) { m.dataset.Store(&f) }
+
+func (m *Metrics) datasetStats() formats.Stats {
+	if f := m.dataset.Load(); f != nil {
+		return (*f)()
+	}
+	return formats.Stats{}
+}

@@ -231,9 +231,26 @@ func (p *pipeline) work() {
 	}
 }
 
+// unsaver is a sink that counts exchanges it accepted and lost later
+// (formats.Writer: a disk full until shutdown, a removed spool).
+type unsaver interface{ Unsaved() int64 }
+
+// countLost adds the sink's newly lost exchanges to dropped{lost}; lost is
+// what was counted so far.
+func (p *pipeline) countLost(lost *int64) {
+	if u, ok := p.sink.(unsaver); ok {
+		if n := u.Unsaved(); n > *lost {
+			p.m.Dropped.WithLabelValues(DropLost).Add(float64(n - *lost))
+			*lost = n
+		}
+	}
+}
+
 // write hands exchanges to the sink one at a time, then closes it.
 func (p *pipeline) write() {
 	defer close(p.done)
+	var lost int64
+	defer p.countLost(&lost)
 	for it := range p.written {
 		x := it.x
 		p.cpu <- struct{}{}
@@ -243,11 +260,12 @@ func (p *pipeline) write() {
 		<-p.cpu
 		if err != nil {
 			p.m.Dropped.WithLabelValues(DropWrite).Inc()
-			p.warn(fmt.Errorf("write exchange %d: %w", x.Seq, err))
+			p.warn(fmt.Errorf("write exchange %d: %w (exchange dropped, traffic unaffected)", x.Seq, err))
 		} else {
 			p.m.Recorded.Inc()
 			p.m.Bytes.Add(float64(len(x.ReqBody) + len(x.RespBody)))
 		}
+		p.countLost(&lost)
 		p.qbytes.Add(-it.size)
 	}
 	p.closeErr = p.sink.Close(p.closeCtx)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -314,4 +315,36 @@ func TestSchemeOf(t *testing.T) {
 	if !strings.Contains(r.Fingerprint(), "prefix_block=64B") {
 		t.Errorf("fingerprint %q does not name the prefix block", r.Fingerprint())
 	}
+}
+
+// FuzzChainPrefix: for any text and any cut before a space, the synthetic
+// text of the part before the cut is a prefix of the whole text's (what
+// keeps a shared prompt prefix shared, for every script and for invalid
+// UTF-8), and synthesis keeps the rune count.
+func FuzzChainPrefix(f *testing.F) {
+	for _, s := range []string{"Hello world, this is 42 a test", "你好 世界 日本語 テキスト 한국어", "Привет мир naïve café", "a\xffb c\xe4d", "iPhoneX McDonald 3.14 x"} {
+		f.Add(s, 5)
+	}
+	r, err := New(nil, testKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string, n int) {
+		if len(text) > 4096 {
+			return
+		}
+		cut := strings.IndexByte(text[min(max(n, 0), len(text)):], ' ')
+		if cut < 0 {
+			return
+		}
+		cut += min(max(n, 0), len(text))
+		whole := string(r.RedactText([]byte(text)))
+		part := string(r.RedactText([]byte(text[:cut])))
+		if !strings.HasPrefix(whole, part) {
+			t.Fatalf("synthetic %q of %q is not a prefix of %q (of %q)", part, text[:cut], whole, text)
+		}
+		if utf8.ValidString(text) && utf8.RuneCountInString(whole) != utf8.RuneCountInString(text) {
+			t.Fatalf("%d runes became %d", utf8.RuneCountInString(text), utf8.RuneCountInString(whole))
+		}
+	})
 }

@@ -56,8 +56,11 @@ type detector struct {
 	re       *regexp.Regexp // the value is submatch 1; a right glue check follows it
 	leftGlue func(byte) bool
 	valid    func(string) bool
-	token    func(m string, g *rng) string
-	may      func(f *features) bool
+	// shrink, when set, gives the part of a match valid refused that may
+	// be the value (an IPv6 address followed by ":port").
+	shrink func(m string) string
+	token  func(m string, g *rng) string
+	may    func(f *features) bool
 }
 
 // glue classes: bytes that may not touch a value on one side.
@@ -85,6 +88,19 @@ func det(typ, core, left, right string, valid func(string) bool, token func(stri
 		expr += "(?:[^" + right + "]|$)"
 	}
 	return detector{typ: typ, re: regexp.MustCompile(expr), leftGlue: glueFuncs[left], valid: valid, token: token, may: may}
+}
+
+func withShrink(d detector, shrink func(string) string) detector {
+	d.shrink = shrink
+	return d
+}
+
+// dropLastGroup cuts an IPv6 match before its last ":group" (a port).
+func dropLastGroup(m string) string {
+	if i := strings.LastIndexByte(m, ':'); i > 0 {
+		return m[:i]
+	}
+	return ""
 }
 
 // detectors run in this order: the most specific shapes first, so a JWT is
@@ -140,9 +156,12 @@ var detectors = []detector{
 	// North American numbers as people write them: (650) 253-0000,
 	// 650-253-0000, 650.253.0000. A bare run of ten digits is not claimed.
 	det(EntityPhone, `(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[2-9][0-9]{2}[.-][0-9]{4}`, glueDigit, glueDigit, nil, tokenNANP,
-		func(f *features) bool { return f.digits >= 10 }),
+		func(f *features) bool { return f.nanpEnd }),
 	det(EntityCNMobile, `1[3-9][0-9](?:[ -]?[0-9]){8}`, glueDigit, glueDigit, nil, tokenCNMobile, func(f *features) bool { return f.sepRun >= 11 }),
-	det(EntityIPv6, `(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}`, glueNone, glueNone, validIPv6, tokenHex, func(f *features) bool { return f.colons >= 2 }),
+	// A valid IPv6 address has "::" or seven colons: times like 19:26:52
+	// skip the regexp.
+	withShrink(det(EntityIPv6, `(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}`, glueNone, glueNone, validIPv6, tokenHex,
+		func(f *features) bool { return f.doubleColon || f.colons >= 7 }), dropLastGroup),
 	det(EntityIPv4, `(?:[0-9]{1,3}\.){3}[0-9]{1,3}`, glueDigit, glueDigit, validIPv4, tokenIPv4, func(f *features) bool { return f.dots >= 3 && f.digits >= 4 }),
 }
 
@@ -161,9 +180,10 @@ type Finding struct {
 func needsScan[T string | []byte](s T) bool {
 	digits, dots, colons := 0, 0, 0
 	var b64 base64Run
+	long := len(s) >= minBase64Run // shorter text holds no base64 run worth decoding
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if b64.add(c) {
+		if long && b64.add(c) {
 			return true
 		}
 		switch c {
@@ -202,32 +222,50 @@ func needsScan[T string | []byte](s T) bool {
 // minBase64Run or more that mixes upper- and lower-case letters and holds a
 // digit or padding may be encoded text worth decoding.
 type base64Run struct {
-	n                   int
-	upper, lower, digit bool
+	n     int
+	kinds uint8 // b64Upper | b64Lower | b64Digit seen in the run
 }
 
 const minBase64Run = 16
 
-func isBase64Byte(c byte) bool {
-	return isASCIIAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_'
-}
+// Byte classes of base64Run; b64Other is '+', '/', '-' and '_'.
+const (
+	b64Upper uint8 = 1 << iota
+	b64Lower
+	b64Digit
+	b64Other
+	b64All = b64Upper | b64Lower | b64Digit
+)
+
+var base64Class = func() (t [256]uint8) {
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = b64Upper
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = b64Lower
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = b64Digit
+	}
+	t['+'], t['/'], t['-'], t['_'] = b64Other, b64Other, b64Other, b64Other
+	return t
+}()
+
+func isBase64Byte(c byte) bool { return base64Class[c] != 0 }
 
 // add takes the next byte; it reports whether the run so far qualifies.
 func (b *base64Run) add(c byte) bool {
-	switch {
-	case isUpper(c):
-		b.upper = true
-	case c >= 'a' && c <= 'z':
-		b.lower = true
-	case isDigit(c), c == '=' && b.n > 0:
-		b.digit = true
-	case isBase64Byte(c):
-	default:
-		*b = base64Run{}
-		return false
+	k := base64Class[c]
+	if k == 0 {
+		if c != '=' || b.n == 0 {
+			*b = base64Run{}
+			return false
+		}
+		k = b64Digit // padding counts as the digit
 	}
 	b.n++
-	return b.n >= minBase64Run && b.upper && b.lower && b.digit
+	b.kinds |= k
+	return b.n >= minBase64Run && b.kinds&b64All == b64All
 }
 
 // detect replaces every detected value in s by its token.
@@ -310,22 +348,27 @@ func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter bool, ke
 		if prefilter && !d.may(&f) || !d.re.MatchString(s) {
 			continue
 		}
-		out, replaced := d.replace(s, func(m string) (string, bool) {
+		out, replaced := d.replace(s, func(m string) (string, int) {
 			if d.valid != nil && !d.valid(m) {
-				return m, false
+				if d.shrink == nil {
+					return "", 0
+				}
+				if m = d.shrink(m); m == "" || !d.valid(m) {
+					return "", 0
+				}
 			}
 			if (d.typ == EntityIPv4 || d.typ == EntityIPv6) && keepAddrs.keeps(m) {
-				return m, false
+				return "", 0
 			}
 			g := r.seed(domainPII, d.typ, m)
 			t := d.token(m, &g)
 			if t == m {
-				return m, false
+				return "", 0
 			}
 			if findings != nil {
 				*findings = append(*findings, Finding{Type: d.typ, Value: m, Token: t})
 			}
-			return t, true
+			return t, len(m)
 		})
 		if replaced {
 			s, changed = out, true
@@ -342,9 +385,10 @@ func (r *Redactor) detectDepth(s string, findings *[]Finding, prefilter bool, ke
 	return s, changed
 }
 
-// replace returns s with each match that touches no glue byte and for
-// which tok returns true replaced by tok's result.
-func (d *detector) replace(s string, tok func(m string) (string, bool)) (string, bool) {
+// replace returns s with each match that touches no glue byte replaced by
+// what tok returns for it: a token and how many bytes of the match it
+// replaces (0: none, not a value).
+func (d *detector) replace(s string, tok func(m string) (string, int)) (string, bool) {
 	var out []byte
 	last := 0
 	for pos := 0; pos < len(s); {
@@ -354,17 +398,18 @@ func (d *detector) replace(s string, tok func(m string) (string, bool)) (string,
 		}
 		a, e := pos+loc[2], pos+loc[3]
 		if e > a && (d.leftGlue == nil || a == 0 || !d.leftGlue(s[a-1])) {
-			if t, ok := tok(s[a:e]); ok {
+			if t, n := tok(s[a:e]); n > 0 {
 				if out == nil {
 					out = make([]byte, 0, len(s)+16)
 				}
 				out = append(out, s[last:a]...)
 				out = append(out, t...)
-				last, pos = e, e
+				last, pos = a+n, a+n
 				continue
 			}
 		}
-		// Nothing here: look again from the next byte that may start a value.
+		// Nothing here: look again from the next byte that may start a
+		// value (a match inside a run of glue bytes cannot).
 		pos = a + 1
 		for d.leftGlue != nil && pos < len(s) && d.leftGlue(s[pos-1]) {
 			pos++

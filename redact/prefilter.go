@@ -29,6 +29,8 @@ type features struct {
 	gcpToken     bool // "ya29."
 	ibanStart    bool // two capital letters followed by two digits
 	scheme       bool // "://"
+	doubleColon  bool // "::"
+	nanpEnd      bool // three digits, '-' or '.', four digits: how a North American number ends
 	password     bool // "passw" or "pwd", any case
 	github       bool // "gh?_" or "github_pat_"
 	gitlab       bool // a GitLab token prefix
@@ -66,6 +68,20 @@ func hasPrefixAt(s string, i int, w string) bool {
 	return len(s)-i >= len(w) && s[i:i+len(w)] == w
 }
 
+// digitsAround reports whether s[i] has three digits before it and four
+// after it.
+func digitsAround(s string, i int) bool {
+	if i < 3 || i+4 >= len(s) {
+		return false
+	}
+	for _, j := range [...]int{i - 3, i - 2, i - 1, i + 1, i + 2, i + 3, i + 4} {
+		if !isDigit(s[j]) {
+			return false
+		}
+	}
+	return true
+}
+
 func scanFeatures(s string) features {
 	var f features
 	var b64 base64Run
@@ -99,10 +115,13 @@ func scanFeatures(s string) features {
 		case ':':
 			f.colons++
 			f.scheme = f.scheme || hasPrefixAt(s, i, "://")
+			f.doubleColon = f.doubleColon || hasPrefixAt(s, i, "::")
 		case '.':
 			f.dots++
+			f.nanpEnd = f.nanpEnd || digitsAround(s, i)
 		case '-':
 			f.pem = f.pem || hasPrefixAt(s, i, "-----BEGIN")
+			f.nanpEnd = f.nanpEnd || digitsAround(s, i)
 		case 'e':
 			f.jwt = f.jwt || hasPrefixAt(s, i, "eyJ")
 		case 's':

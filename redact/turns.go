@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/sse"
@@ -318,6 +319,11 @@ func streamAnswer(body []byte) (canonMessage, bool) {
 			ended = true
 			return
 		}
+		if t, ok := fastContent(data); ok {
+			sawDelta = true
+			text.Write(t)
+			return
+		}
 		var c struct {
 			Choices []struct {
 				Index int `json:"index"`
@@ -417,4 +423,63 @@ func streamAnswer(body []byte) (canonMessage, bool) {
 		}
 	}
 	return m, true
+}
+
+// Prefixes of the common OpenAI-style chat chunk fastContent reads.
+var (
+	fastChoice  = []byte(`"choices":[{"index":0,"delta":{`)
+	fastRole    = []byte(`"role":"assistant",`)
+	fastRoleEnd = []byte(`"role":"assistant"}`)
+	fastText    = []byte(`"content":"`)
+	fastOpen    = []byte(`"finish_reason":null`)
+)
+
+// fastContent reads the text of the chunk nearly every token of an
+// OpenAI-compatible chat stream is (vLLM, SGLang, OpenAI: one choice, index
+// 0, a delta of only content, perhaps after the role, no finish) without
+// encoding/json's allocations; ok false leaves the event to the full
+// decode. It accepts only valid JSON with one "index" and one "content"
+// key, so what it reads is what the full decode reads
+// (TestFastContentMatchesDecode).
+func fastContent(data []byte) (text []byte, ok bool) {
+	i := bytes.Index(data, fastChoice)
+	if i < 0 || bytes.Count(data, []byte(`"index"`)) != 1 || bytes.Count(data, []byte(`"content"`)) > 1 ||
+		!bytes.Contains(data, fastOpen) || bytes.Contains(data, []byte(`"tool_calls"`)) || !json.Valid(data) {
+		return nil, false
+	}
+	rest := data[i+len(fastChoice):]
+	if bytes.HasPrefix(rest, fastRoleEnd) || bytes.HasPrefix(rest, []byte("}")) {
+		return nil, true // a role-only or empty delta
+	}
+	rest = bytes.TrimPrefix(rest, fastRole)
+	if !bytes.HasPrefix(rest, fastText) {
+		return nil, false
+	}
+	rest = rest[len(fastText)-1:] // from the opening quote
+	escaped := false
+	for j := 1; j < len(rest); j++ {
+		switch c := rest[j]; {
+		case c == '\\':
+			escaped = true
+			j++
+		case c == '"':
+			if j+1 >= len(rest) || rest[j+1] != '}' {
+				return nil, false // the delta holds more than its content
+			}
+			if !escaped {
+				if !utf8.Valid(rest[1:j]) {
+					return nil, false
+				}
+				return rest[1:j], true
+			}
+			var s string
+			if json.Unmarshal(rest[:j+1], &s) != nil {
+				return nil, false
+			}
+			return []byte(s), true
+		case c < 0x20:
+			return nil, false // invalid in a JSON string
+		}
+	}
+	return nil, false
 }

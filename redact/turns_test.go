@@ -22,7 +22,7 @@ func openAIStream(text string, calls ...[3]string) string {
 	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n")
 	for i := 0; i < len(text); i += 3 {
 		d, _ := json.Marshal(text[i:min(i+3, len(text))])
-		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", d)
+		fmt.Fprintf(&b, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"logprobs\":null,\"finish_reason\":null}]}\n\n", d)
 	}
 	for i, c := range calls {
 		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"id\":%q,\"function\":{\"name\":%q,\"arguments\":\"\"}}]}}]}\n\n", i, c[0], c[1])
@@ -171,4 +171,55 @@ func FuzzLinkTurns(f *testing.F) {
 		x := chatExchange(req, 200, "", resp)
 		LinkTurns(x, testKey)
 	})
+}
+
+// TestFastContentMatchesDecode: the fast path reads what encoding/json
+// reads, and leaves every other shape to it.
+func TestFastContentMatchesDecode(t *testing.T) {
+	head := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",`
+	cases := []struct {
+		data string
+		fast bool
+	}{
+		{head + `"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":"a \"quoted\" line\nnext \u00e9 \\ end"},"logprobs":null,"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":"日本語 ok"},"logprobs":null,"finish_reason":null}],"usage":null}`, true},
+		{head + `"choices":[{"index":0,"delta":{"role":"assistant"},"logprobs":null,"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":"x","reasoning_content":null},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null},{"index":1,"delta":{"content":"y"},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]`, false}, // truncated
+		{`{"choices":[{"index":0,"delta":{"content":"x"}}],"finish_reason":null,"content":"y"}`, false},
+	}
+	for _, tc := range cases {
+		got, ok := fastContent([]byte(tc.data))
+		if ok != tc.fast {
+			t.Errorf("fast = %v, want %v: %s", ok, tc.fast, tc.data)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(tc.data), &c); err != nil || len(c.Choices) != 1 || c.Choices[0].Delta.Content != string(got) {
+			t.Errorf("fast read %q, decode %+v (%v): %s", got, c, err, tc.data)
+		}
+	}
+	// A whole stream gives the same answer, digest included, either way.
+	x := chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "text/event-stream",
+		"data: "+cases[1].data+"\n\ndata: "+cases[0].data+"\n\ndata: "+cases[2].data+"\n\ndata: "+cases[6].data+"\n\ndata: [DONE]\n\n")
+	m, ok := answerOf(x)
+	if want := "Hello" + "a \"quoted\" line\nnext é \\ end"; !ok || m.text != want {
+		t.Fatalf("answer %q (%v), want %q", m.text, ok, want)
+	}
 }

@@ -190,7 +190,7 @@ func (c *collector) liveLine() {
 	f := c.frameOf(time.Unix(0, c.newest).UTC())
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	fmt.Fprintf(c.out, "\r\033[K%s  sent %d  in flight %d  ok %d err %d  e2e p99 %s  lag p99 %s",
+	fmt.Fprintf(c.out, "\r\033[Krec %s  sent %d  in flight %d  ok %d err %d  e2e p99 %s  lag p99 %s",
 		time.Unix(0, c.newest).UTC().Format("15:04:05"), sent, inflight, f.OK, f.Errors,
 		analysis.FormatDuration(f.E2E.P99), analysis.FormatDuration(f.Lag.P99))
 }
@@ -218,7 +218,7 @@ func (c *collector) printStep(idx int, f *analysis.Frame) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "frame %d %s  sent %d ok %d err %d", idx, f.Start.UTC().Format("2006-01-02 15:04:05"), f.Requests, f.OK, f.Errors)
+	fmt.Fprintf(&b, "frame %d (recorded %s)  sent %d ok %d err %d", idx, f.Start.UTC().Format("2006-01-02 15:04:05"), f.Requests, f.OK, f.Errors)
 	if f.E2E.N > 0 {
 		fmt.Fprintf(&b, "  e2e p50 %s p95 %s p99 %s", analysis.FormatDuration(f.E2E.P50), analysis.FormatDuration(f.E2E.P95), analysis.FormatDuration(f.E2E.P99))
 	}

@@ -376,7 +376,7 @@ func TestFramesAndStep(t *testing.T) {
 		if d := time.Duration(first - pauseEnd[0]); d < 0 || d > 100*time.Millisecond {
 			t.Errorf("frame 1 started %s after the pause ended, want at once", d)
 		}
-		for _, want := range []string{"frame 0 2026-01-01 12:00:00  sent 5 ok 5", "frame 2 2026-01-01 12:00:02  sent 5 ok 5", "lag p99"} {
+		for _, want := range []string{"frame 0 (recorded 2026-01-01 12:00:00)  sent 5 ok 5", "frame 2 (recorded 2026-01-01 12:00:02)  sent 5 ok 5", "lag p99"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("progress lacks %q:\n%s", want, out.String())
 			}

@@ -63,6 +63,7 @@ const defaultUserAgent = "reel-replay"
 // requestBuilder turns exchanges into requests for one target.
 type requestBuilder struct {
 	target       *url.URL
+	host         string          // the Host header: the target's, or Options.Headers' Host
 	forward      map[string]bool // canonical names of recorded headers to copy
 	extra        http.Header     // --header values, applied last
 	pinOutput    bool
@@ -78,7 +79,11 @@ func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pin
 	for _, h := range forward {
 		f[http.CanonicalHeaderKey(h)] = true
 	}
-	return &requestBuilder{target: target, forward: f, extra: extra, pinOutput: pinOutput, ignoreEOS: ignoreEOS, includeUsage: includeUsage}
+	host := target.Host
+	if h := extra.Get("Host"); h != "" {
+		host = h // --header 'Host: …': the virtual host the shadow routes by
+	}
+	return &requestBuilder{target: target, host: host, forward: f, extra: extra, pinOutput: pinOutput, ignoreEOS: ignoreEOS, includeUsage: includeUsage}
 }
 
 // build rebuilds x's request for the target.
@@ -118,7 +123,7 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 	if !httpguts.ValidHeaderFieldName(method) {
 		return nil, fmt.Errorf("recorded method %q is not an HTTP token", method)
 	}
-	return &prepared{wire: renderRequest(method, b.target.Host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
+	return &prepared{wire: renderRequest(method, b.host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
 }
 
 // renderRequest writes an HTTP/1.1 request: headers in sorted order, a

@@ -35,6 +35,10 @@ type Options struct {
 	Loop      int       // replay the window this many times back to back; default 1
 	Warmup    int       // requests drawn from the window (same mix) sent before the clock starts; default 0
 	StartAt   time.Time // wall-clock start shared by shards; zero = now
+	// MaxWait bounds a wait without sending (--start-at ahead or behind, a
+	// gap at the run's speed); the run is refused beyond it (CheckClock).
+	// 0 = DefaultMaxWait, < 0 = no bound.
+	MaxWait time.Duration
 
 	// Sessions replays conversations and agent loops closed loop within a
 	// session (see SessionOptions); zero = off, every exchange on the
@@ -48,7 +52,7 @@ type Options struct {
 	Timeout     time.Duration // per request, from its send; 0 = none (reel replay: DefaultRequestTimeout)
 	TLS         *tls.Config   // nil = Go's defaults
 
-	Headers           http.Header // added to every request (credentials for the shadow go here)
+	Headers           http.Header // added to every request (credentials for the shadow go here); a Host entry sets the Host header
 	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
 	PinOutput         bool        // the API's output cap (max_tokens, max_output_tokens) := recorded output tokens
 	IgnoreEOS         bool        // ignore_eos on chat and completion requests (vLLM, SGLang): generate to the cap
@@ -97,12 +101,29 @@ var ErrStop = errors.New("replay stopped")
 // ErrEmptyWindow means the selection matched no exchange.
 var ErrEmptyWindow = errors.New("no exchange matches the selection")
 
-// RecordedHostError refuses a target that was recorded as a production host.
-type RecordedHostError struct{ Host string }
+// RecordedHostError refuses a target that was recorded as a production
+// host or upstream, by name or by address.
+type RecordedHostError struct {
+	Host     string // the target's host (or its Host header) refused
+	Column   string // where the recording names it: "host" or "upstream"
+	Recorded string // the recorded name, when it differs from Host
+	Addr     string // the address both resolve to, when matched by address
+}
 
-// Error says which host was refused and how to allow it.
+// Error says which host was refused, why, and how to allow it.
 func (e *RecordedHostError) Error() string {
-	return fmt.Sprintf("target host %q appears among the recorded hosts: refusing to replay against what may be production (pass --allow-recorded-host if it really is a shadow)", e.Host)
+	col := e.Column
+	if col == "" {
+		col = "host"
+	}
+	why := fmt.Sprintf("appears in the recording as a %s", col)
+	switch {
+	case e.Addr != "":
+		why = fmt.Sprintf("is %s, like the recorded %s %q", e.Addr, col, e.Recorded)
+	case e.Recorded != "" && e.Recorded != e.Host:
+		why = fmt.Sprintf("is the recorded %s %q", col, e.Recorded)
+	}
+	return fmt.Sprintf("target host %q %s: refusing to replay against what may be production (pass --allow-recorded-host if it really is a shadow)", e.Host, why)
 }
 
 // Plan is a replay whose window has been read once: frames fixed, target
@@ -137,8 +158,14 @@ func NewPlan(ctx context.Context, open Opener, opts Options) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("%w: %d exchanges in the window, none passes the filters, sample and shard", ErrEmptyWindow, w.total)
 	}
-	if h := hostOnly(opts.Target.Host); w.hosts[h] && !opts.AllowRecordedHost {
-		return nil, &RecordedHostError{Host: h}
+	if !opts.AllowRecordedHost {
+		names := []string{opts.Target.Host}
+		if h := opts.Headers.Get("Host"); h != "" {
+			names = append(names, h) // --header 'Host: …' goes to the target too
+		}
+		if err := checkTarget(ctx, names, w.hosts); err != nil {
+			return nil, err
+		}
 	}
 	return &Plan{open: open, opts: opts, w: w}, nil
 }
@@ -215,6 +242,9 @@ func (c ClientLoad) String() string {
 func (p *Plan) Run(ctx context.Context, sink Sink, speed float64) (*Report, error) {
 	if speed <= 0 {
 		speed = 1
+	}
+	if err := p.CheckClock(time.Now(), speed); err != nil {
+		return nil, err
 	}
 	r := p.newRun(ctx, sink, speed)
 	defer r.cancelReqs()
@@ -415,6 +445,7 @@ func (r *replayRun) pace(ctx context.Context, jobs <-chan *job, start int64) err
 		avgGap += (min(gap, int64(time.Second)) - avgGap) / 16
 		window, fine := pace(r.spin, gap, avgGap, precise)
 		j.eager = fine // at low rates the dispatcher writes the request itself
+		r.announce(j.sched, j.it.at)
 		if err := waitUntil(r.reqCtx, j.sched, window, timer, fine); err != nil {
 			return err
 		}

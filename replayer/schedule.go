@@ -37,6 +37,7 @@ func Columns() []string {
 		"method", "host", "path", "query", // request line; host for the recorded-host check, path for --path
 		"req_headers", "req_content_type", "req_body", "req_body_truncated", // request head and body; --header
 		"model", "prompt_tokens", "output_tokens", // --model, --min/max-prompt-tokens, result rows, --pin-output
+		"upstream", // target safety: the production backends
 	}
 }
 
@@ -335,14 +336,15 @@ func headerValue(h map[string]string, name string) (string, bool) {
 
 // window is what the first pass learns about the selected window.
 type window struct {
-	frame0    time.Time       // start of frame index 0
-	lo, hi    int64           // selected span, ns since the Unix epoch, [lo, hi)
-	ts0       int64           // first exchange in [lo, hi), before filters: the schedule's origin
-	last      int64           // last selected exchange
-	total     int64           // exchanges in [lo, hi)
-	selected  int64           // exchanges that pass the selection
-	continued int64           // of those, turns that wait for an earlier one (--sessions)
-	hosts     map[string]bool // recorded hosts (lower case, no port), at most maxHosts
+	frame0    time.Time         // start of frame index 0
+	lo, hi    int64             // selected span, ns since the Unix epoch, [lo, hi)
+	ts0       int64             // first exchange in [lo, hi), before filters: the schedule's origin
+	last      int64             // last selected exchange
+	total     int64             // exchanges in [lo, hi)
+	selected  int64             // exchanges that pass the selection
+	continued int64             // of those, turns that wait for an earlier one (--sessions)
+	hosts     map[string]string // recorded hosts and upstreams (lower case, no port) → column, at most maxHosts
+	gaps      gapStats          // the longest quiet spell (clock.go)
 	warmup    []*formats.Exchange
 }
 
@@ -377,7 +379,7 @@ func scan(ctx context.Context, open Opener, sel *Selection, warmup int, so *Sess
 		return nil, fmt.Errorf("open dataset: %w", err)
 	}
 	defer src.Close()
-	w := &window{lo: math.MinInt64, hi: math.MaxInt64, ts0: -1, hosts: map[string]bool{}}
+	w := &window{lo: math.MinInt64, hi: math.MaxInt64, ts0: -1, hosts: map[string]string{}}
 	if !sel.From.IsZero() {
 		w.lo = sel.From.UnixNano()
 	}
@@ -420,13 +422,14 @@ func scan(ctx context.Context, open Opener, sel *Selection, warmup int, so *Sess
 		if w.ts0 < 0 {
 			w.ts0 = x.TsUnixNs
 		}
-		if len(w.hosts) < maxHosts && x.Host != "" {
-			w.hosts[hostOnly(x.Host)] = true
+		if len(w.hosts) < maxHosts {
+			w.noteHosts(x)
 		}
 		if !sel.match(&l) {
 			continue
 		}
 		w.selected++
+		w.gaps.note(w.ts0, x.TsUnixNs)
 		if len(l.link.Deps) > 0 {
 			w.continued++
 		}

@@ -14,17 +14,15 @@ import (
 	"github.com/reelkit/reel/formats"
 )
 
-// sessionTrace is a recording of conversations: sessions of turns, each
-// turn answered in dur (recorded duration_ns) and followed, after think, by
-// the next. Every turn's query carries its id and recorded duration (ms),
-// so a shadow can take a multiple of it. Turns are linked both ways: a
-// recorded session id and turn keys.
+// sessionTrace is a recording of the turns specs, in start order, each
+// answered in dur (recorded duration_ns). Every turn's query carries its id
+// and recorded duration (ms), so a shadow can take a multiple of it. Each
+// carries its session id and a turn key; linkTurns adds the parent keys.
 type turnSpec struct {
 	session int
 	turn    int
 	start   time.Duration // recorded start, from t0
 	dur     time.Duration
-	parent  int64 // seq of the predecessor; 0 for a first turn
 }
 
 func sessionTrace(specs []turnSpec) []*formats.Exchange {

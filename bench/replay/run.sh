@@ -4,7 +4,7 @@
 #
 #   bench/replay/run.sh            # full run (about 4 minutes)
 #   REPS=1 DUR=2s bench/replay/run.sh   # quick look
-#   SESSIONS_ONLY=1 bench/replay/run.sh  # lag tables, sessions included, no max-rate search
+#   SESSIONS_ONLY=1 bench/replay/run.sh  # lag at 5k req/s and the sessions table, no max-rate search
 #
 # Needs wrk (apt-get install -y wrk) and vegeta
 # (GOBIN=/tmp/vegeta-bin go install github.com/tsenart/vegeta/v12@latest;
@@ -28,7 +28,9 @@ field() { python3 -c "import sys,json; print(json.loads(sys.stdin.read())['$1'])
 
 echo "## lag (median of $REPS runs of $DUR; µs)"
 printf '%-8s %-10s %10s %10s %10s %10s %12s\n' rate sender lag_p50 lag_p99 lag_max achieved cpu_us/req
-for rate in 1000 5000 20000; do
+rates_lag="1000 5000 20000"
+[ -n "${SESSIONS_ONLY:-}" ] && rates_lag=5000
+for rate in $rates_lag; do
   for workers in 0 256; do
     name=$([ "$workers" = 0 ] && echo elastic || echo "fixed$workers")
     : > "$out/runs"
@@ -46,7 +48,7 @@ done
 
 echo "## sessions at 5000 req/s (median of $REPS runs of $DUR; µs): single-turn vs 10k concurrent sessions"
 echo "## against a shadow that takes 5 ms where the recording took 1 ms, so every later turn waits (session delay) and is sent by the releaser"
-printf '%-10s %-12s %10s %10s %10s %10s %10s\n' sessions shadow lag_p50 lag_p99 lag_max delayed delay_p50
+printf '%-10s %-12s %10s %10s %10s %10s %10s %12s\n' sessions shadow lag_p50 lag_p99 lag_max delayed delay_p50 cpu_us/req
 for cfg in "0 0" "0 5ms" "10000 5ms"; do
   set -- $cfg
   : > "$out/runs"
@@ -58,7 +60,8 @@ for cfg in "0 0" "0 5ms" "10000 5ms"; do
   mx=$(while read -r l; do echo "$l" | field lag_max_us; done < "$out/runs" | median)
   dl=$(while read -r l; do echo "$l" | field delayed; done < "$out/runs" | median)
   dp=$(while read -r l; do echo "$l" | field session_delay_p50_us; done < "$out/runs" | median)
-  printf '%-10s %-12s %10.0f %10.0f %10.0f %10.0f %10.0f\n' "$1" "$2" "$p50" "$p99" "$mx" "$dl" "$dp"
+  cpu=$(while read -r l; do echo "$l" | field cpu_us_per_req; done < "$out/runs" | median)
+  printf '%-10s %-12s %10.0f %10.0f %10.0f %10.0f %10.0f %12.1f\n' "$1" "$2" "$p50" "$p99" "$mx" "$dl" "$dp" "$cpu"
 done
 [ -n "${SESSIONS_ONLY:-}" ] && exit 0
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -302,7 +303,7 @@ func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offli
 		},
 		Pipeline: recorder.PipelineOptions{
 			Queue: f.queue, QueueBytes: queueBytes, Metrics: recorder.NewMetrics(reg), PromptTokens: promptTokens,
-			Warn: func(err error) { fmt.Fprintf(stderr, "reel record: %v (exchange dropped, proxying continues)\n", err) },
+			Warn: func(err error) { fmt.Fprintf(stderr, "reel record: %v\n", err) },
 		},
 		Filter: recorder.Filter{Paths: f.paths, Methods: f.methods, Hosts: f.hosts},
 		Sample: f.sample,
@@ -335,7 +336,10 @@ func recordProxy(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return &usageError{msg: fmt.Sprintf("--upstream %q: want http://host:port", f.upstream), hint: "reel record --upstream http://127.0.0.1:8000 --out DIR"}
 	}
-	p, err := proxy.New(proxy.Options{Upstream: u, Recorder: env.rec, ResponseHeaderTimeout: f.upstreamTimeout})
+	p, err := proxy.New(proxy.Options{
+		Upstream: u, Recorder: env.rec, ResponseHeaderTimeout: f.upstreamTimeout,
+		ErrorLog: log.New(env.stderr, "reel record: ", 0), // upstream failures, at most one line a second
+	})
 	if err != nil {
 		return err
 	}

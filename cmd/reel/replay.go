@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,7 @@ type replayFlags struct {
 	insecure, step, skipBad, quiet     bool
 	appendRun                          bool
 	maxErrorRate                       float64
+	maxWait                            time.Duration
 	scrape                             scrapeFlags // --scrape (scrape.go)
 	sessions                           sessionsValue
 	thinkTime                          string
@@ -151,6 +153,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	registerSessions(fs, &f.sessions, "conversations and agent loops: infer (a turn that carries an earlier answer waits for it), recorded (the session column: each turn waits for those that ended before it began) or off (every request on the recorded clock)")
 	fs.StringVar(&f.thinkTime, "think-time", "recorded", "with --sessions, the wait after a predecessor's answer: recorded (compressed by --speed), scale:F or fixed:D")
 	fs.DurationVar(&f.sessionIdle, "session-idle", analysis.DefaultSessionIdle, "with --sessions, a turn this long after its predecessor's answer starts a new session")
+	fs.DurationVar(&f.maxWait, "max-wait", replayer.DefaultMaxWait, "refuse a run that would wait longer than this without sending: --start-at ahead or behind, or a gap in the window at --speed (-1s: no bound)")
 	fs.Float64Var(&f.maxErrorRate, "max-error-rate", replayer.DefaultMaxErrorRate, "exit 3 (not a measurement) when more than this share of requests fails (1: never); a run where no request completed always exits 3")
 	f.scrape.register(fs, "the shadow's")
 	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that delays a send only while the replayer itself is CPU-bound); for >10k req/s of short requests on a small machine")
@@ -225,10 +228,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return err
 	}
+	if err := plan.CheckClock(time.Now(), slices.Min(speeds)); err != nil {
+		return &usageError{msg: err.Error(), hint: hint + " --from 2026-11-25T14:00:00Z --to +10m"}
+	}
 	first, last := plan.Span()
 	if !f.quiet {
-		fmt.Fprintf(stderr, "replay %s: %d exchanges %s → %s (shard %s) to %s\n", plan.RunID(), plan.Exchanges(),
-			first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), opts.Selection.Shard, redactedURL(opts.Target))
+		start := "now"
+		if !opts.StartAt.IsZero() {
+			start = "at --start-at " + opts.StartAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stderr, "replay %s: %d exchanges recorded %s → %s (shard %s) to %s, starting %s (%s wall clock)\n",
+			plan.RunID(), plan.Exchanges(), first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano),
+			opts.Selection.Shard, redactedURL(opts.Target), start, time.Now().UTC().Format(time.RFC3339))
+		fmt.Fprintln(stderr, "progress: one line per frame, each frame named by its start on the recording's clock (UTC)")
 	}
 	tallies := map[float64]*replayer.TallySink{}
 	newSink := func(speed float64) (replayer.Sink, error) {
@@ -413,6 +425,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
+	o.MaxWait = f.maxWait
 	return o, f.speeds, nil
 }
 

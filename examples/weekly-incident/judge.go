@@ -205,6 +205,13 @@ func (s *story) judge(ctx context.Context) error {
 		nb.say("→ NOT reproduced: the shadow's incident frames are only %.1f× its normal ones (production: %.1f×)",
 			ratio(f.Base.Incident, f.Base.Normal), ratio(f.Rec.Incident, f.Rec.Normal))
 	}
+	if rc, bc := repro.A.Cache, repro.B.Cache; rc.Requests > 0 || bc.Requests > 0 {
+		nb.say("prefix-cache reuse (cached ÷ prompt tokens, from usage): production %.2f%% (%d of %d), shadow %.2f%% (%d of %d)",
+			100*rc.Reuse, rc.CachedTokens, rc.PromptTokens, 100*bc.Reuse, bc.CachedTokens, bc.PromptTokens)
+		if line := repro.CacheLine(); line != "" {
+			nb.say("→ %s", line)
+		}
+	}
 	nb.cmd(fmt.Sprintf("reel compare %s %s --from %s --to %s --frame %s \\", s.recDir, s.baseDir, rfc(from), rfc(to), cfg.Frame),
 		"    --html "+reproHTML)
 

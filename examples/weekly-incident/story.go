@@ -236,7 +236,7 @@ func (s *story) record(ctx context.Context) error {
 	nb.say("%d samples of the server's /metrics in %s (%d scrapes failed)", scraped.Written,
 		formats.MetricsDir(s.recDir), scraped.Failed())
 	if n := warnings.Load(); n > 0 {
-		nb.say("%d exchanges were dropped by the fail-open pipeline (traffic was not affected)", n)
+		nb.say("the recorder warned %d time(s) (drops are counted in reel_recorder_dropped_total; traffic was not affected)", n)
 	}
 	nb.cmd("kill %2   # reel record: on SIGTERM it drains in-flight requests and closes its files")
 	nb.cmd("reel inspect " + s.recDir)

@@ -46,7 +46,7 @@ func TestQuickStory(t *testing.T) {
 			t.Errorf("%s missing or empty (%v)", name, err)
 		}
 	}
-	for _, want := range []string{"$ reel record", "$ reel stats", "$ reel replay", "$ reel compare", "FIX CONFIRMED", "◀ stands out"} {
+	for _, want := range []string{"$ reel record", "$ reel stats", "$ reel replay", "$ reel compare", "FIX CONFIRMED", "◀ stands out", "prefix-cache reuse (cached ÷ prompt tokens, from usage): production "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -9,7 +9,10 @@
 // length are flushed to the client at every read, as httputil.ReverseProxy
 // does. The proxy adds no header, passes X-Forwarded-* through as received,
 // cancels the upstream request when the client goes away, answers 502 (504
-// on a timeout) when the upstream fails, and records both kinds of failure.
+// on a timeout) when the upstream fails, 400 when the client's request body
+// is malformed (a bad chunk size), and records and counts each kind of
+// failure once (reel_proxy_errors_total{kind}), logging upstream failures at
+// most once a second.
 // Recording is fail-open: the exchange is submitted to a recorder.Recorder,
 // which drops and counts rather than wait.
 package proxy
@@ -48,8 +51,9 @@ type Options struct {
 	// Metrics receives the proxied-request histogram and error counts
 	// (default: the Recorder's, else unregistered metrics).
 	Metrics *recorder.Metrics
-	// ErrorLog receives the proxy's own errors (default: discarded; they
-	// are counted and recorded).
+	// ErrorLog receives upstream failures, at most one line a second
+	// (saying how many were not logged), and the proxy's own errors
+	// (default: discarded; they are counted and recorded either way).
 	ErrorLog *log.Logger
 }
 
@@ -59,8 +63,20 @@ type Proxy struct {
 	rp    *httputil.ReverseProxy
 	rec   *recorder.Recorder // nil: not recording
 	m     *recorder.Metrics
+	log   *log.Logger
 	conns atomic.Int64 // connection ids when not recording
+
+	lastLog    atomic.Int64 // unix ns of the last upstream failure logged
+	suppressed atomic.Int64 // upstream failures not logged since
 }
+
+// Kinds of reel_proxy_errors_total. Each failed request counts once, as the
+// kind of its first failure.
+const (
+	ErrUpstream    = "upstream"     // the upstream refused, timed out or broke off the response
+	ErrClientAbort = "client_abort" // the client went away before the response was complete
+	ErrBadRequest  = "bad_request"  // the client's request body was malformed (answered 400)
+)
 
 // NewTransport returns the tuned upstream transport: large idle pool (the
 // default keeps 2 idle connections per host), no transparent compression
@@ -93,7 +109,7 @@ func New(opts Options) (*Proxy, error) {
 	if opts.ErrorLog == nil {
 		opts.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	p := &Proxy{rec: opts.Recorder, m: opts.Metrics}
+	p := &Proxy{rec: opts.Recorder, m: opts.Metrics, log: opts.ErrorLog}
 	if p.m == nil && p.rec != nil {
 		p.m = p.rec.Metrics()
 	}
@@ -111,9 +127,11 @@ func New(opts Options) (*Proxy, error) {
 				}
 			}
 		},
-		Transport:      opts.Transport,
-		BufferPool:     bufferPool{},
-		ErrorLog:       opts.ErrorLog,
+		Transport:  opts.Transport,
+		BufferPool: bufferPool{},
+		// The ReverseProxy would log every body-copy failure; the proxy logs
+		// them itself, rate-limited (upstreamFailed).
+		ErrorLog:       log.New(io.Discard, "", 0),
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 	}
@@ -166,9 +184,22 @@ type exchKey struct{}
 // exchange is the per-request recording state shared by the handler, the
 // body tees, ModifyResponse and ErrorHandler.
 type exchange struct {
-	rec      *recorder.Recording
-	ctx      context.Context // the client request's context
-	complete atomic.Bool     // the upstream body reached EOF
+	rec            *recorder.Recording
+	ctx            context.Context // the client request's context
+	complete       atomic.Bool     // the upstream body reached EOF
+	upstreamFailed atomic.Bool     // the upstream broke off the body: the abort that follows is not the client's
+	body           *requestTee     // the request body, if any
+}
+
+type teeKey struct{}
+
+// requestBody finds the request body tee of r (nil without a body).
+func requestBody(r *http.Request, ex *exchange) *requestTee {
+	if ex != nil {
+		return ex.body
+	}
+	t, _ := r.Context().Value(teeKey{}).(*requestTee)
+	return t
 }
 
 // ServeHTTP proxies one request and records it.
@@ -201,6 +232,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t := &requestTee{ReadCloser: r.Body, left: r.ContentLength}
 		if ex != nil {
 			t.rec = ex.rec
+			ex.body = t
+		} else {
+			// errorHandler must find the tee: the ReverseProxy hands it a
+			// request whose Body is wrapped.
+			r = r.WithContext(context.WithValue(r.Context(), teeKey{}, t))
 		}
 		r.Body = t
 	}
@@ -209,8 +245,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		end := time.Now()
 		p.m.ProxySeconds.Observe(end.Sub(start).Seconds())
 		aborted := v == http.ErrAbortHandler || r.Context().Err() != nil
-		if aborted && !(ex != nil && ex.complete.Load()) {
-			p.m.ProxyErrors.WithLabelValues("client_abort").Inc()
+		switch {
+		case !aborted, ex != nil && (ex.complete.Load() || ex.upstreamFailed.Load()):
+		case ex == nil && v == http.ErrAbortHandler && r.Context().Err() == nil:
+			// Not recorded, so no tee saw the body: the ReverseProxy gave up
+			// copying it while the client was still there.
+			p.upstreamFailed(r, errors.New("read body: response cut short"))
+		default:
+			p.m.ProxyErrors.WithLabelValues(ErrClientAbort).Inc()
 		}
 		if ex != nil {
 			if aborted {
@@ -238,7 +280,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		ex.complete.Store(true)
 		return nil
 	}
-	resp.Body = &responseTee{ReadCloser: resp.Body, ex: ex, m: p.m}
+	resp.Body = &responseTee{ReadCloser: resp.Body, ex: ex, p: p, req: resp.Request}
 	return nil
 }
 
@@ -252,7 +294,19 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		w.WriteHeader(http.StatusBadGateway)
 		return
 	}
-	p.m.ProxyErrors.WithLabelValues("upstream").Inc()
+	if t := requestBody(r, ex); t != nil {
+		if berr := t.readErr(); berr != nil {
+			// The transport failed because the client's body did: that is
+			// the client's error, not the upstream's.
+			p.m.ProxyErrors.WithLabelValues(ErrBadRequest).Inc()
+			if ex != nil {
+				ex.rec.Fail(fmt.Errorf("client: read request body: %w", berr))
+			}
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+	}
+	p.upstreamFailed(r, err)
 	if ex != nil {
 		ex.rec.Fail(fmt.Errorf("upstream: %w", err))
 	}
@@ -264,6 +318,30 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	w.WriteHeader(status)
 }
 
+// upstreamFailed counts an upstream failure and logs it, at most once a
+// second: an upstream that is down fails every request, and the log must
+// not become the outage.
+func (p *Proxy) upstreamFailed(r *http.Request, err error) {
+	p.m.ProxyErrors.WithLabelValues(ErrUpstream).Inc()
+	now := time.Now().UnixNano()
+	last := p.lastLog.Load()
+	if now-last < int64(time.Second) || !p.lastLog.CompareAndSwap(last, now) {
+		p.suppressed.Add(1)
+		return
+	}
+	more := ""
+	if n := p.suppressed.Swap(0); n > 0 {
+		more = fmt.Sprintf(" (and %d more upstream failures since the last message)", n)
+	}
+	// Neither the path nor a URL goes into the log: they may carry
+	// personal data the dataset only holds redacted.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	p.log.Printf("upstream failed: %s request: %v%s", r.Method, err, more)
+}
+
 // requestTee records the request body as the transport reads it, and
 // reports EOF itself once Content-Length bytes have been read, so the
 // transport's check for excess bytes never touches a body the server has
@@ -272,6 +350,16 @@ type requestTee struct {
 	io.ReadCloser
 	rec  *recorder.Recording // nil when not recording
 	left int64               // bytes still expected; negative when unknown
+
+	mu  sync.Mutex // guards err: the transport reads on its own goroutine
+	err error      // the client body's read error, other than EOF
+}
+
+// readErr reports the client body's read error, if any.
+func (t *requestTee) readErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
 
 func (t *requestTee) Read(p []byte) (int, error) {
@@ -282,6 +370,11 @@ func (t *requestTee) Read(p []byte) (int, error) {
 		p = p[:t.left]
 	}
 	n, err := t.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		t.mu.Lock()
+		t.err = err
+		t.mu.Unlock()
+	}
 	if t.left > 0 {
 		t.left -= int64(n)
 		if t.left == 0 && err == nil {
@@ -302,8 +395,9 @@ func (t *requestTee) Read(p []byte) (int, error) {
 type responseTee struct {
 	io.ReadCloser
 	ex      *exchange
-	m       *recorder.Metrics
-	pending bool // a piece was returned and may wait to be scanned
+	p       *Proxy
+	req     *http.Request // the upstream request, for the log
+	pending bool          // a piece was returned and may wait to be scanned
 }
 
 func (t *responseTee) Read(p []byte) (int, error) {
@@ -322,8 +416,8 @@ func (t *responseTee) Read(p []byte) (int, error) {
 	case err != nil:
 		if t.ex.ctx.Err() != nil {
 			t.ex.rec.Fail(recorder.ErrClientAborted)
-		} else {
-			t.m.ProxyErrors.WithLabelValues("upstream").Inc()
+		} else if !t.ex.upstreamFailed.Swap(true) {
+			t.p.upstreamFailed(t.req, fmt.Errorf("read body: %w", err))
 			t.ex.rec.Fail(fmt.Errorf("upstream: read body: %w", err))
 		}
 	}

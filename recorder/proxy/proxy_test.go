@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -466,11 +468,113 @@ func TestUpstreamFailures(t *testing.T) {
 			if !strings.HasPrefix(x.Error, tt.wantErr) || x.Complete || x.Status != tt.wantRecSt {
 				t.Errorf("recorded error %q complete %v status %d; want %q… false %d", x.Error, x.Complete, x.Status, tt.wantErr, tt.wantRecSt)
 			}
-			if got := counterValue(r.pipe.Metrics().ProxyErrors.WithLabelValues("upstream")); got != 1 {
+			if got := counterValue(r.pipe.Metrics().ProxyErrors.WithLabelValues(ErrUpstream)); got != 1 {
 				t.Errorf("upstream errors counted %v, want 1", got)
+			}
+			// One failure, one reason: the abort the ReverseProxy raises
+			// after a broken upstream body is not the client's.
+			for _, kind := range []string{ErrClientAbort, ErrBadRequest} {
+				if got := counterValue(r.pipe.Metrics().ProxyErrors.WithLabelValues(kind)); got != 0 {
+					t.Errorf("%s counted %v for an upstream failure", kind, got)
+				}
 			}
 		})
 	}
+}
+
+// TestBadClientChunk: a malformed chunked body from the client is the
+// client's error — 400, counted as bad_request and recorded as such — not
+// an upstream failure answered 502.
+func TestBadClientChunk(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprint("recorded=", recorded), func(t *testing.T) {
+			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				io.WriteString(w, "{}")
+			})
+			var ropts recorder.Options
+			if !recorded {
+				ropts.Filter.Paths = []string{"/elsewhere"}
+			}
+			r := newRig(t, upstream, nil, ropts, nil)
+			conn, err := net.Dial("tcp", strings.TrimPrefix(r.proxyURL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"+
+				"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			conn.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("client got %d for a bad chunk size, want 400", resp.StatusCode)
+			}
+			xs := r.recorded(t)
+			if recorded && (len(xs) != 1 || !strings.HasPrefix(xs[0].Error, "client: read request body")) {
+				t.Fatalf("recorded %d exchanges (%+v), want one with a client error", len(xs), xs)
+			}
+			m := r.pipe.Metrics()
+			for kind, want := range map[string]float64{ErrBadRequest: 1, ErrUpstream: 0, ErrClientAbort: 0} {
+				if got := counterValue(m.ProxyErrors.WithLabelValues(kind)); got != want {
+					t.Errorf("proxy errors{%s} = %v, want %v", kind, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestUpstreamFailuresLogged: a failing upstream is logged, at most once a
+// second, and the next line says how many failures it did not log.
+func TestUpstreamFailuresLogged(t *testing.T) {
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	refused := "http://" + closed.Addr().String()
+	closed.Close()
+	var logged syncBuffer
+	r := newRigURL(t, refused, nil, recorder.Options{}, func(o *Options) { o.ErrorLog = log.New(&logged, "", 0) })
+	get := func() {
+		resp, err := http.Get(r.proxyURL + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	const n = 20
+	for range n {
+		get()
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) < 1 || len(lines) > 2 || !strings.Contains(lines[0], "upstream failed: GET request: dial tcp") {
+		t.Fatalf("%d failures logged as %q: want one or two lines (one a second)", n, lines)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	get()
+	lines = strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "more upstream failures") {
+		t.Errorf("the line after a quiet second %q does not count the failures not logged", last)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestClientAbort checks that a client leaving mid-stream cancels the

@@ -130,6 +130,7 @@ func NewCSVReader(r io.Reader, m Mapping) (Reader, error) {
 			return nil, fmt.Errorf("%w: no column %q in the header %q", ErrFormat, f.name, head)
 		}
 		*f.dst = i
+		c.last = max(c.last, i)
 	}
 	return c, nil
 }
@@ -138,6 +139,7 @@ type csvReader struct {
 	cr                                          *csv.Reader
 	m                                           Mapping
 	time, input, output, hashes, model, session int // column indexes, -1 when unmapped
+	last                                        int // the largest of them: shorter rows are malformed
 }
 
 func (c *csvReader) Next() (Row, error) {
@@ -151,6 +153,9 @@ func (c *csvReader) Next() (Row, error) {
 		return Row{}, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	line, _ := c.cr.FieldPos(0)
+	if len(rec) <= c.last {
+		return Row{}, &RowError{Line: line, Err: fmt.Errorf("%w: %d fields, the header maps column %d", ErrFormat, len(rec), c.last+1)}
+	}
 	field := func(i int) string {
 		if i < 0 || i >= len(rec) {
 			return ""

@@ -10,14 +10,12 @@
 package traffic
 
 import (
-	"bufio"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/reelkit/reel/recorder/trace"
 )
 
 // TraceRow is one request of the Azure LLM inference trace
@@ -35,49 +33,31 @@ var ErrTrace = errors.New("bad trace")
 // 19,365 rows; the week-long 2024 traces have a few million).
 const maxTraceRows = 10_000_000
 
-// traceLayout is the trace's timestamp format; fractions of up to 7 digits.
-const traceLayout = "2006-01-02 15:04:05.999999999"
-
 // ReadAzureTrace parses the trace's CSV (header
-// TIMESTAMP,ContextTokens,GeneratedTokens). Rows must be in time order;
-// a bad row is an error naming its line.
+// TIMESTAMP,ContextTokens,GeneratedTokens) with reel's trace reader
+// (recorder/trace). Rows must be in time order; a bad row is an error
+// naming its line.
 func ReadAzureTrace(r io.Reader) ([]TraceRow, error) {
-	cr := csv.NewReader(bufio.NewReader(r))
-	cr.FieldsPerRecord = 3
-	cr.ReuseRecord = true
-	head, err := cr.Read()
+	tr, err := trace.NewAzureReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read header: %v", ErrTrace, err)
-	}
-	if strings.TrimPrefix(head[0], "\ufeff") != "TIMESTAMP" || head[1] != "ContextTokens" || head[2] != "GeneratedTokens" {
-		return nil, fmt.Errorf("%w: header %q, want TIMESTAMP,ContextTokens,GeneratedTokens", ErrTrace, head)
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
 	var rows []TraceRow
 	for {
-		rec, err := cr.Read()
+		row, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 		}
-		line, _ := cr.FieldPos(0)
 		if len(rows) == maxTraceRows {
 			return nil, fmt.Errorf("%w: more than %d rows", ErrTrace, maxTraceRows)
 		}
-		ts, err := time.Parse(traceLayout, rec[0])
-		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: timestamp: %v", ErrTrace, line, err)
+		if n := len(rows); n > 0 && row.At.Before(rows[n-1].Time) {
+			return nil, fmt.Errorf("%w: line %d: time goes backwards", ErrTrace, row.Line)
 		}
-		ctxTok, err1 := strconv.Atoi(rec[1])
-		gen, err2 := strconv.Atoi(rec[2])
-		if err1 != nil || err2 != nil || ctxTok < 0 || gen < 0 || ctxTok > 1<<24 || gen > 1<<24 {
-			return nil, fmt.Errorf("%w: line %d: token counts %q, %q", ErrTrace, line, rec[1], rec[2])
-		}
-		if n := len(rows); n > 0 && ts.Before(rows[n-1].Time) {
-			return nil, fmt.Errorf("%w: line %d: time goes backwards", ErrTrace, line)
-		}
-		rows = append(rows, TraceRow{Time: ts, ContextTokens: ctxTok, GeneratedTokens: gen})
+		rows = append(rows, TraceRow{Time: row.At, ContextTokens: row.Input, GeneratedTokens: row.Output})
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w: no rows", ErrTrace)

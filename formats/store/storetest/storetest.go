@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,21 +246,4 @@ func freeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// HasPrefix reports whether any object of the server's bucket under prefix
-// exists on disk (the posix backend keeps objects as files), for tests that
-// check what reached the bucket without going through reel.
-func (s *S3) HasPrefix(bucket, prefix string) bool {
-	found := false
-	filepath.WalkDir(filepath.Join(s.Root, bucket), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(filepath.Join(s.Root, bucket), p)
-			if strings.HasPrefix(filepath.ToSlash(rel), prefix) {
-				found = true
-			}
-		}
-		return nil
-	})
-	return found
 }
