@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
 )
@@ -198,25 +198,14 @@ func emptySegments(t *testing.T, dir string) int {
 // countRows reads the dataset, failing on a duplicated (recorder, seq).
 func countRows(t *testing.T, dir string) int {
 	t.Helper()
-	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	seen := map[int64]bool{}
-	for {
-		x, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return len(seen)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, x := range formatstest.Read[formats.Exchange](t, dir) {
 		if seen[x.Seq] {
 			t.Fatalf("seq %d stored twice", x.Seq)
 		}
 		seen[x.Seq] = true
 	}
+	return len(seen)
 }
 
 // TestSpoolRemovedWhileRecording removes the spool directory under a

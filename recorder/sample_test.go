@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // TestSamplingRule: the one rule every source gets. A session is kept or
@@ -134,19 +135,10 @@ func TestRestartKeepsKeysUnique(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rd, err := formats.OpenReader[formats.Exchange](ctx, []string{dir}, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
 	seqs := map[string]bool{}
 	connRun := map[int64]string{}
 	rows := 0
-	for {
-		x, err := rd.Next()
-		if err != nil {
-			break
-		}
+	for _, x := range formatstest.Read[formats.Exchange](t, dir) {
 		rows++
 		key := fmt.Sprint(x.Recorder, "/", x.Seq)
 		if seqs[key] {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // sliceSource replays in-memory exchanges (already in time order).
@@ -184,17 +185,6 @@ func datasetOpener(tb testing.TB, xs []*formats.Exchange) Opener {
 func writeDataset(tb testing.TB, xs []*formats.Exchange) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "gw-1", Source: "test", NoSpool: true, RowGroupRows: 64})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, x := range xs {
-		if err := w.Write(x); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
+	formatstest.Write(tb, dir, formats.WriterOptions{Recorder: "gw-1", Source: "test", RowGroupRows: 64}, xs)
 	return dir
 }

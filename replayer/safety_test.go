@@ -78,3 +78,21 @@ func TestHostHeader(t *testing.T) {
 		t.Errorf("the shadow saw Host %q, want shadow.internal", host)
 	}
 }
+
+// TestFrameRangeDots: A..B reads times that hold ':' themselves.
+func TestFrameRangeDots(t *testing.T) {
+	day := time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)
+	r, err := ParseFrameRange("14:00:05..14:01:00", day)
+	if err != nil || !r.From.Time.Equal(day.Add(time.Hour+5*time.Second)) || !r.To.Time.Equal(day.Add(time.Hour+time.Minute)) {
+		t.Fatalf("14:00:05..14:01:00 → %+v, %v", r, err)
+	}
+	if r, err := ParseFrameRange("12..20", day); err != nil || r.From.Index != 12 || r.To.Index != 20 {
+		t.Fatalf("12..20 → %+v, %v", r, err)
+	}
+	if r, err := ParseFrameRange("3..", day); err != nil || r.From.Index != 3 || r.To.Set {
+		t.Fatalf("3.. → %+v, %v", r, err)
+	}
+	if _, err := ParseFrameRange("x..y", day); err == nil {
+		t.Fatal("x..y accepted")
+	}
+}

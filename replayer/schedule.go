@@ -157,8 +157,9 @@ type FrameRef struct {
 // IsZero reports whether the range selects all frames.
 func (r FrameRange) IsZero() bool { return !r.From.Set && !r.To.Set }
 
-// ParseFrameRange parses "A:B", "A:" or ":B", each end a frame index (12)
-// or a time (2023-11-16T18:20:00Z, or 18:20:00 on the day of dayOf).
+// ParseFrameRange parses "A..B", "A.." or "..B", each end a frame index
+// (12) or a time (2023-11-16T18:20:00Z, or 18:20:00 on the day of dayOf);
+// "A:B" is accepted where it is unambiguous (indexes: 12:20).
 // A single "A" selects one frame.
 func ParseFrameRange(s string, dayOf time.Time) (FrameRange, error) {
 	s = strings.TrimSpace(s)
@@ -166,7 +167,16 @@ func ParseFrameRange(s string, dayOf time.Time) (FrameRange, error) {
 		return FrameRange{From: r, To: r}, nil
 	}
 	var found []FrameRange
-	for i := 0; i < len(s); i++ {
+	if a, b, ok := strings.Cut(s, ".."); ok {
+		// A..B: the unambiguous form (times hold ':' themselves).
+		ra, errA := parseFrameRef(a, dayOf)
+		rb, errB := parseFrameRef(b, dayOf)
+		if errA != nil || errB != nil || (!ra.Set && !rb.Set) {
+			return FrameRange{}, fmt.Errorf("frames %q: want A..B with frame indexes (3..7) or times (14:00:05..14:01:00)", s)
+		}
+		found = append(found, FrameRange{From: ra, To: rb})
+	}
+	for i := 0; len(found) == 0 && i < len(s); i++ {
 		if s[i] != ':' {
 			continue
 		}

@@ -4,13 +4,13 @@
 package analysistest
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // Start is when every synthetic dataset begins: Wednesday 2026-03-04 14:00 UTC.
@@ -140,21 +140,11 @@ func Run(seed uint64, n int, factor float64) []*formats.Result {
 	return out
 }
 
-// WriteDataset writes rows as a reel dataset under dir.
+// WriteDataset writes rows as a reel dataset under dir (formatstest.Write
+// with the default options).
 func WriteDataset[T formats.Exchange | formats.Result](tb testing.TB, dir string, rows []*T) {
 	tb.Helper()
-	w, err := formats.NewWriter[T](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "test", NoSpool: true})
-	if err != nil {
-		tb.Fatalf("new writer: %v", err)
-	}
-	for _, r := range rows {
-		if err := w.Write(r); err != nil {
-			tb.Fatalf("write: %v", err)
-		}
-	}
-	if err := w.Close(context.Background()); err != nil {
-		tb.Fatalf("close writer: %v", err)
-	}
+	formatstest.Write(tb, dir, formats.WriterOptions{}, rows)
 }
 
 // Replayed turns a recording into the results of replaying it at speed 1

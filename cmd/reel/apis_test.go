@@ -9,14 +9,18 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/proxy"
 	"github.com/reelkit/reel/redact"
+	"github.com/reelkit/reel/sse"
 )
 
 // apiCase is one API the end-to-end test drives: a request body of about
@@ -133,13 +137,13 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	}
 
 	// The recording: the server's usage, TTFT and events per API.
-	rows := readRows[formats.Exchange](t, dir)
+	rows := formatstest.Read[formats.Exchange](t, dir)
 	if len(rows) != perAPI*len(apiCases) {
 		t.Fatalf("%d rows recorded, want %d", len(rows), perAPI*len(apiCases))
 	}
 	got := map[string][]formats.Exchange{}
 	for _, x := range rows {
-		got[x.Path] = append(got[x.Path], x)
+		got[x.Path] = append(got[x.Path], *x)
 	}
 	for _, c := range apiCases {
 		for i, x := range got[c.path] {
@@ -166,13 +170,13 @@ func TestAPIsRecordReplayReport(t *testing.T) {
 	if err := runReplay(context.Background(), []string{dir, "--target", shadow.URL, "--out", out, "--speed", "4", "--pin-output", "--quiet", "--allow-recorded-host"}, &stdout, &stderr); err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
-	results := readRows[formats.Result](t, out)
+	results := formatstest.Read[formats.Result](t, out)
 	if len(results) != len(rows) {
 		t.Fatalf("%d results for %d exchanges", len(results), len(rows))
 	}
 	recorded := map[int64]formats.Exchange{}
 	for _, x := range rows {
-		recorded[x.Seq] = x
+		recorded[x.Seq] = *x
 	}
 	for _, r := range results {
 		x := recorded[r.Seq]
@@ -283,4 +287,60 @@ func clientUsage(t *testing.T, c apiCase, resp *http.Response) (u served) {
 		}
 	}
 	return u
+}
+
+// TestPromptEstimateAgainstServerUsage measures the prompt-token estimate
+// against a server's own usage.prompt_tokens: the simulator tokenizing
+// with o200k_base (its chat template is "role: content\n" per message).
+// docs/performance.md reports the numbers (go test ./cmd/reel -run
+// TestPromptEstimateAgainstServerUsage -v).
+func TestPromptEstimateAgainstServerUsage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends requests to the simulator")
+	}
+	sim, err := cluster.Start(context.Background(), "127.0.0.1:0", cluster.Options{TimeScale: 50, Tokenizer: cluster.TokenizerO200k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close(context.Background())
+	tok, err := recorder.NewTokenizer(recorder.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus := map[string][]string{}
+	for kind, files := range map[string][]string{"chat": {"chat_en.json", "chat_code.json"}, "cjk": {"chat_zh.json", "chat_zh2.json"}} {
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join("..", "..", "redact", "testdata", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			corpus[kind] = append(corpus[kind], string(b))
+		}
+	}
+	for _, kind := range []string{"chat", "cjk"} {
+		var bpeErr, approxErr []float64
+		for _, body := range corpus[kind] {
+			var req map[string]any
+			if err := json.Unmarshal([]byte(body), &req); err != nil {
+				t.Fatal(err)
+			}
+			req["stream"], req["max_tokens"] = false, 1
+			b, _ := json.Marshal(req)
+			resp, err := http.Post(sim.URL+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := clientUsage(t, apiCase{name: kind}, resp)
+			bpe, _ := recorder.EstimatePrompt(sse.ChatCompletions, b, tok)
+			approx, _ := recorder.EstimatePrompt(sse.ChatCompletions, b, recorder.ApproxTokens)
+			bpeErr = append(bpeErr, float64(bpe.Tokens-u.prompt)/float64(u.prompt))
+			approxErr = append(approxErr, float64(approx.Tokens-u.prompt)/float64(u.prompt))
+			t.Logf("%s: server %d, BPE estimate %d (%+.1f%%), approx %d (%+.1f%%)", kind, u.prompt, bpe.Tokens, 100*bpeErr[len(bpeErr)-1], approx.Tokens, 100*approxErr[len(approxErr)-1])
+		}
+		for _, e := range bpeErr {
+			if e < -0.05 || e > 0.05 {
+				t.Errorf("%s: the BPE estimate is %+.1f%% off the server's usage (want within 5%%: the templates differ by a few tokens a message)", kind, 100*e)
+			}
+		}
+	}
 }

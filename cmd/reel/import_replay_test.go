@@ -14,6 +14,7 @@ import (
 
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // promptTokensServed reads the simulator's own count of prompt tokens
@@ -61,7 +62,7 @@ func TestImportedTracesReplay(t *testing.T) {
 			if err := runImport(context.Background(), append([]string{filepath.Join(testdata, c.file), "--out", data}, c.extra...), &stdout, &stderr); err != nil {
 				t.Fatalf("import: %v\n%s", err, stderr.String())
 			}
-			rows := readRows[formats.Exchange](t, data)
+			rows := formatstest.Read[formats.Exchange](t, data)
 			var traceTokens float64
 			for _, x := range rows {
 				traceTokens += float64(x.PromptTokens)
@@ -77,7 +78,7 @@ func TestImportedTracesReplay(t *testing.T) {
 				t.Fatalf("replay: %v\n%s", err, stderr.String())
 			}
 			served := promptTokensServed(t, sim.URL) - before
-			results := readRows[formats.Result](t, out)
+			results := formatstest.Read[formats.Result](t, out)
 			if len(results) != len(rows) {
 				t.Fatalf("%d results for %d requests", len(results), len(rows))
 			}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
 	"github.com/reelkit/reel/redact/redacttest"
 )
@@ -280,7 +282,7 @@ func recordSidecar(t *testing.T, raw bool, extra ...string) (dir string, logs []
 		t.Fatal("recorder did not stop")
 	}
 	posts := 0
-	for _, x := range readExchanges(t, dir) {
+	for _, x := range formatstest.Read[formats.Exchange](t, dir) {
 		if x.Method == "POST" {
 			posts++
 		}
@@ -360,7 +362,7 @@ func TestNoLeakPcapImport(t *testing.T) {
 		"--recorder-id", "leak", "--context-header", "x-tenant", "--redact-key-file", leakKeyFile(t)}, &stdout, &stderr); err != nil {
 		t.Fatalf("record: %v\n%s", err, stderr.String())
 	}
-	if n := len(readExchanges(t, out)); n != len(cases) {
+	if n := len(formatstest.Read[formats.Exchange](t, out)); n != len(cases) {
 		t.Fatalf("imported %d exchanges, want %d", n, len(cases))
 	}
 	scanLeaks(t, "pcap import", out, stdout.Bytes(), stderr.Bytes())
@@ -403,7 +405,7 @@ func TestNoLeakAccessLogImport(t *testing.T) {
 		"--context-header", "x-tenant", "--redact-key-file", leakKeyFile(t)}, &stdout, &stderr); err != nil {
 		t.Fatalf("record: %v\n%s", err, stderr.String())
 	}
-	if got := len(readExchanges(t, out)); got != n {
+	if got := len(formatstest.Read[formats.Exchange](t, out)); got != n {
 		t.Fatalf("imported %d exchanges, want %d\n%s", got, n, stderr.String())
 	}
 	scanLeaks(t, "access-log import", out, stdout.Bytes(), stderr.Bytes())

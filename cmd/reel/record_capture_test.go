@@ -14,28 +14,9 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/recorder/capture/capturetest"
 )
-
-func readExchanges(t *testing.T, dir string) []*formats.Exchange {
-	t.Helper()
-	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []*formats.Exchange
-	for {
-		x, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, x)
-	}
-}
 
 // TestRecordPcap imports a tcpdump-style capture end to end: flags, engine,
 // pipeline (enrich + redact) and the Parquet dataset.
@@ -56,7 +37,7 @@ func TestRecordPcap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record: %v\n%s", err, stderr.String())
 	}
-	rows := readExchanges(t, out)
+	rows := formatstest.Read[formats.Exchange](t, out)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows; stderr:\n%s", len(rows), stderr.String())
 	}
@@ -86,7 +67,7 @@ func TestRecordAccessLog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record: %v\n%s", err, stderr.String())
 	}
-	rows := readExchanges(t, out)
+	rows := formatstest.Read[formats.Exchange](t, out)
 	if len(rows) != 1 || rows[0].Model != "m2" || rows[0].DurationNs != int64(250*time.Millisecond) {
 		t.Fatalf("rows: %+v", rows)
 	}

@@ -173,15 +173,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "--out is required: a directory for this run's results", hint: hint}
 	}
 	paths := fs.Args()
-	if _, err := formats.ListFiles(paths); err != nil {
-		return fmt.Errorf("open dataset: %w", err)
-	}
 	if err := f.scrape.check(hint); err != nil {
 		return err
 	}
 	opts, speeds, err := replayOptions(&f, os.LookupEnv)
 	if err != nil {
 		return err
+	}
+	if _, err := formats.ListFiles(paths); err != nil {
+		return fmt.Errorf("open dataset: %w", err) // after the flags: misuse is reported first
 	}
 	if f.scrape.enabled() && opts.Selection.Shard.Index > 0 {
 		// Every shard would scrape the same endpoints on the same clock and

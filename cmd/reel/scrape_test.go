@@ -19,6 +19,7 @@ import (
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/examples/simcluster/cluster"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 	"github.com/reelkit/reel/scrape/scrapetest"
 )
 
@@ -86,26 +87,6 @@ func startSim(t *testing.T) *cluster.Server {
 	return srv
 }
 
-func readRows[T formats.Record](t *testing.T, paths ...string) []T {
-	t.Helper()
-	r, err := formats.OpenReader[T](context.Background(), paths, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []T
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, *rec)
-	}
-}
-
 // The Done-when of server-side signals: replay against the simulator with
 // scraping on; the metrics file has the series at the configured cadence,
 // every sample lands in the frame its time falls in, and the report names
@@ -124,7 +105,7 @@ func TestReplayScrapeSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
-	results := readRows[formats.Result](t, out)
+	results := formatstest.Read[formats.Result](t, out)
 	if len(results) != n {
 		t.Fatalf("%d results for %d exchanges", len(results), n)
 	}
@@ -133,11 +114,11 @@ func TestReplayScrapeSimulator(t *testing.T) {
 	}
 
 	// Cadence: one scrape every 125 ms of wall clock, on its multiples.
-	metrics := readRows[formats.Metric](t, formats.MetricsDir(out))
+	metrics := formatstest.Read[formats.Metric](t, formats.MetricsDir(out))
 	var waits []formats.Metric
 	for _, m := range metrics {
 		if m.Name == "vllm:num_requests_waiting" {
-			waits = append(waits, m)
+			waits = append(waits, *m)
 		}
 	}
 	if len(waits) < 20 {
@@ -159,7 +140,7 @@ func TestReplayScrapeSimulator(t *testing.T) {
 	// Alignment: map each sample through the replay's schedule
 	// independently (sent − lag was due for orig_ts; speed 4) and count per
 	// 2 s frame of the original clock.
-	slices.SortFunc(results, func(a, b formats.Result) int { return int((a.SentUnixNs - a.LagNs) - (b.SentUnixNs - b.LagNs)) })
+	slices.SortFunc(results, func(a, b *formats.Result) int { return int((a.SentUnixNs - a.LagNs) - (b.SentUnixNs - b.LagNs)) })
 	r0 := results[0]
 	want := map[time.Time]int{}
 	for _, m := range waits {
@@ -267,7 +248,7 @@ func TestReplayScrapeBadEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
-	results := readRows[formats.Result](t, out)
+	results := formatstest.Read[formats.Result](t, out)
 	var lags []int64
 	for _, r := range results {
 		if r.Status != 200 || r.Error != "" {
@@ -286,7 +267,7 @@ func TestReplayScrapeBadEndpoints(t *testing.T) {
 			t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
-	metrics := readRows[formats.Metric](t, formats.MetricsDir(out))
+	metrics := formatstest.Read[formats.Metric](t, formats.MetricsDir(out))
 	for _, m := range metrics {
 		if m.Source != sim.URL+"/metrics" {
 			t.Fatalf("sample from %s", m.Source)

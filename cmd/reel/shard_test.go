@@ -20,6 +20,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // reelProcessEnv marks a child started by startReel: the test binary then
@@ -149,25 +150,14 @@ func writeShardDataset(t *testing.T, dir string) time.Time {
 // readResults reads every result row under dir, by exchange seq.
 func readResults(t *testing.T, dir string) map[int64]*formats.Result {
 	t.Helper()
-	r, err := formats.OpenReader[formats.Result](context.Background(), []string{dir}, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	rows := map[int64]*formats.Result{}
-	for {
-		res, err := r.Next()
-		if err == io.EOF {
-			return rows
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, res := range formatstest.Read[formats.Result](t, dir) {
 		if prev, ok := rows[res.Seq]; ok {
 			t.Fatalf("exchange %d replayed twice (shards %d and %d)", res.Seq, prev.Shard, res.Shard)
 		}
 		rows[res.Seq] = res
 	}
+	return rows
 }
 
 // reportJSON runs `reel report --json` over dirs.

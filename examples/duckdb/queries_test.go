@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/formats/formatstest"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -103,27 +103,6 @@ func recordDataset(t *testing.T) string {
 		t.Fatalf("reel record did not stop within 90 s of SIGTERM:\n%s", &recLog)
 	}
 	return dir
-}
-
-// readExchanges reads a dataset with reel's own reader.
-func readExchanges(t *testing.T, dir string) []*formats.Exchange {
-	t.Helper()
-	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var xs []*formats.Exchange
-	for {
-		x, err := r.Next()
-		if err == io.EOF {
-			return xs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		xs = append(xs, x)
-	}
 }
 
 // queryAll runs a query file and returns its rows as maps by column name.
@@ -265,7 +244,7 @@ func TestQueries(t *testing.T) {
 		t.Skip("records 15 s of simulated traffic")
 	}
 	dir := recordDataset(t)
-	xs := readExchanges(t, dir)
+	xs := formatstest.Read[formats.Exchange](t, dir)
 	if len(xs) < 200 {
 		t.Fatalf("recorded %d exchanges, want a few hundred", len(xs))
 	}

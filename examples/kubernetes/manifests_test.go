@@ -212,6 +212,7 @@ func (c container) env(index int) (map[string]string, error) {
 	labels, annots := stringMap(p.meta, "labels"), stringMap(p.meta, "annotations")
 	if p.job != nil {
 		labels["batch.kubernetes.io/job-name"], labels["job-name"] = p.jobName, p.jobName
+		labels["batch.kubernetes.io/controller-uid"] = "uid-of-" + p.jobName // the Job's UID, shared by its pods
 		if p.indexed {
 			annots["batch.kubernetes.io/job-completion-index"] = strconv.Itoa(index)
 			labels["batch.kubernetes.io/job-completion-index"] = strconv.Itoa(index)
@@ -421,6 +422,8 @@ func shellWords(line string, env map[string]string) ([]string, error) {
 			}
 			if v, ok := env[name]; ok {
 				w.WriteString(v)
+			} else if strings.HasSuffix(name, "from") || strings.HasSuffix(name, "to") {
+				w.WriteString("2026-01-01T00:00:00Z") // set by the script: a time, as typed flags want
 			} else {
 				w.WriteString("x")
 			}

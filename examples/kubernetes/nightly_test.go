@@ -66,8 +66,10 @@ func shadow(t *testing.T, slow int) string {
 		num, _, _ := strings.Cut(rest, " ")
 		id, _ := strconv.Atoi(num)
 		time.Sleep(time.Duration(slow*(30+10*(id%5))) * time.Millisecond)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"usage":{"completion_tokens":8}}`)
+		// A stream, like the candidate's chat completions: the nightly's
+		// ttft rule needs token events (a rule over no data fails).
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":8}}\n\ndata: [DONE]\n\n")
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
