@@ -57,15 +57,6 @@ func (l location) bucketOf() (store.Bucket, store.Location) {
 	return filestore.New(l.local), store.Location{Scheme: "file"}
 }
 
-// path is the name of the object or file at rel under the location, as
-// ListFiles returns it.
-func (l location) path(rel string) string {
-	if l.bucket != nil {
-		return l.bucket.URL(l.loc.Key(rel))
-	}
-	return filepath.Join(l.local, filepath.FromSlash(rel))
-}
-
 // listRemote lists the dataset files under a URL: the object it names, or
 // every *.parquet object below its prefix whose path (below the prefix)
 // has no '_' or '.' component. A URL with glob characters lists the
