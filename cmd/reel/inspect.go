@@ -135,6 +135,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return enc.Encode(s)
 	}
 	writeInspect(stdout, &s)
+	if len(s.Schemas) > 1 {
+		// Unrelated files summed into one "dataset" mislead: say so.
+		fmt.Fprintf(stderr, "reel inspect: warning: %s holds files of %d schemas (%s): the totals mix different datasets; inspect each directory alone\n",
+			strings.Join(fs.Args(), " "), len(s.Schemas), inspectCounts(s.Schemas))
+	}
 	if len(s.Bad) > 0 {
 		for _, b := range s.Bad {
 			fmt.Fprintf(stderr, "reel inspect: skipped %s\n", b)

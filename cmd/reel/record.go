@@ -128,7 +128,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringSliceVar(&f.paths, "path", nil, "record only these path prefixes or globs (repeatable)")
 	fs.StringSliceVar(&f.methods, "method", nil, "record only these methods (repeatable)")
 	fs.StringSliceVar(&f.hosts, "host", nil, "record only these hosts (repeatable)")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off); imports (--pcap, --access-log) open it only when given")
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
@@ -187,7 +187,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveRecordMetrics(f.metricsListen, env.reg, stderr)
+	metricsAddr := f.metricsListen
+	if offline && !fs.Changed("metrics-listen") {
+		metricsAddr = "" // an import ends on its own: no listener (nor a taken port) unless asked
+	}
+	stopMetrics, err := serveRecordMetrics(metricsAddr, env.reg, stderr)
 	if err != nil {
 		closeEnv(context.Background())
 		return err

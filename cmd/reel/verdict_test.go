@@ -117,3 +117,23 @@ func TestCompareVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectMixedSchemas: inspect over unrelated files of two schemas
+// summarises them but warns that the totals mix datasets.
+func TestInspectMixedSchemas(t *testing.T) {
+	dir := t.TempDir()
+	writeFilterDataset(t, filepath.Join(dir, "rec"))
+	writeRun(t, filepath.Join(dir, "res"), "r", nil, analysistest.Run(1, 10, 1))
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"inspect", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "warning: ") || !strings.Contains(stderr.String(), "2 schemas") {
+		t.Errorf("no mixed-schema warning:\n%s", stderr.String())
+	}
+	stderr.Reset()
+	dispatch(context.Background(), []string{"inspect", filepath.Join(dir, "rec")}, &stdout, &stderr)
+	if strings.Contains(stderr.String(), "schemas") {
+		t.Errorf("warned on one dataset: %s", stderr.String())
+	}
+}
