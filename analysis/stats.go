@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -330,24 +331,40 @@ func (st *Stats) WriteText(w io.Writer) error {
 }
 
 // writeCorrelations writes one line: the tail's correlations, workload
-// signals then server state.
+// signals then server state. A signal without enough frames to correlate
+// is named once at the end, not printed as a value; when none has enough,
+// the line says so instead.
 func writeCorrelations(ew *errWriter, tail string, cs []Correlation) {
 	if len(cs) == 0 {
 		return
 	}
+	var undecided []string
+	for _, c := range cs {
+		if !c.Valid {
+			undecided = append(undecided, c.Signal)
+		}
+	}
+	if len(undecided) == len(cs) {
+		ew.printf("%s: too few frames with data to correlate (3 needed, with the values varying; try a shorter --frame)\n", tail)
+		return
+	}
 	ew.printf("%s moves with", tail)
 	for _, kind := range []string{KindWorkload, KindServer} {
-		ew.printf(" — %s:", map[string]string{KindWorkload: "workload", KindServer: "server state"}[kind])
+		label := map[string]string{KindWorkload: "workload", KindServer: "server state"}[kind]
+		wrote := false
 		for _, c := range cs {
-			if c.Kind != kind {
+			if c.Kind != kind || !c.Valid {
 				continue
 			}
-			if c.Valid {
-				ew.printf(" %s r=%.2f (n=%d)", c.Signal, c.R, c.N)
-			} else {
-				ew.printf(" %s n/a (n=%d)", c.Signal, c.N)
+			if !wrote {
+				ew.printf(" — %s:", label)
+				wrote = true
 			}
+			ew.printf(" %s r=%.2f (n=%d)", c.Signal, c.R, c.N)
 		}
+	}
+	if len(undecided) > 0 {
+		ew.printf(" (too few frames with data for %s)", strings.Join(undecided, ", "))
 	}
 	ew.printf("\n")
 }

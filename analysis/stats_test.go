@@ -205,3 +205,31 @@ func TestStatsServerSideCause(t *testing.T) {
 		})
 	}
 }
+
+func TestCorrelationLineNamesWhatCannotBeComputed(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cs        []Correlation
+		want, not []string
+	}{
+		{"none computable", []Correlation{{Signal: "rate", Kind: KindWorkload, N: 1}, {Signal: "batch_size", Kind: KindServer}},
+			[]string{"too few frames with data to correlate"}, []string{"n/a", "moves with"}},
+		{"some computable", []Correlation{{Signal: "rate", Kind: KindWorkload, N: 12, R: 0.81, Valid: true}, {Signal: "batch_size", Kind: KindServer}},
+			[]string{"moves with — workload: rate r=0.81 (n=12)", "(too few frames with data for batch_size)"}, []string{"n/a", "server state"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeCorrelations(&errWriter{w: &b}, "per-frame e2e p99", tc.cs)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("line %q lacks %q", b.String(), w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("line %q has %q", b.String(), n)
+				}
+			}
+		})
+	}
+}
