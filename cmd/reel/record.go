@@ -73,7 +73,7 @@ type recordFlags struct {
 	spoolDir                       string
 	listen, upstream               string
 	upstreamTimeout, drainTimeout  time.Duration
-	rotateSize, maxBody, queueSize string
+	rotateSize, maxBody, queueSize int64
 	rotateAge, syncEvery           time.Duration
 	redactor                       redactorFlags // --policy, --redact-key-file (redactor.go)
 	raw                            bool
@@ -85,7 +85,7 @@ type recordFlags struct {
 	paths, methods, hosts          []string
 	metricsListen                  string
 	capture                        captureFlags // --iface, --pcap, --access-log (record_capture.go)
-	memoryLimit                    string
+	memoryLimit                    int64
 	scrape                         scrapeFlags // --scrape (scrape.go)
 }
 
@@ -113,25 +113,25 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL to proxy to")
 	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", 0, "wait at most this long for the upstream's response headers (0: no limit); a timeout answers 504")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests, then as long again to write what is queued")
-	fs.StringVar(&f.rotateSize, "rotate-size", "128MiB", "close a file after this many bytes")
-	fs.DurationVar(&f.rotateAge, "rotate-age", 10*time.Minute, "close a file after this long")
-	fs.DurationVar(&f.syncEvery, "sync-every", time.Second, "fsync the write-ahead spool this often (what kill -9 can lose)")
+	fs.Var(newSizeValue(formats.DefaultRotateSize, &f.rotateSize), "rotate-size", "close a file after this many bytes")
+	fs.DurationVar(&f.rotateAge, "rotate-age", formats.DefaultRotateAge, "close a file after this long")
+	fs.DurationVar(&f.syncEvery, "sync-every", formats.DefaultSyncEvery, "fsync the write-ahead spool this often (what kill -9 can lose)")
 	f.redactor.register(fs)
 	fs.BoolVar(&f.raw, "raw", false, "DANGER: write bodies, paths and headers unredacted")
-	fs.StringSliceVar(&f.contextHeaders, "context-header", recorder.DefaultContextHeaders, "upstream header recorded as batch context (repeatable)")
+	fs.Var(newListValue(recorder.DefaultContextHeaders, &f.contextHeaders, true), "context-header", "upstream header recorded as batch context, added to the defaults (repeatable; '' clears the list)")
 	fs.StringVar(&f.sessionHeader, "session-header", "x-session-id", "request header naming the session (for --sample and replay --sessions recorded)")
-	fs.StringSliceVar(&f.sessionFields, "session-field", nil, "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
-	fs.StringVar(&f.maxBody, "max-body", "1MiB", "keep at most this much of each body (the proxied body is never cut)")
+	fs.Var(newListValue(nil, &f.sessionFields, false), "session-field", "request-body field naming the session when the header is absent, e.g. user, conversation_id, metadata.user_id (repeatable; first present wins)")
+	fs.Var(newSizeValue(recorder.DefaultMaxBody, &f.maxBody), "max-body", "keep at most this much of each body (the proxied body is never cut)")
 	fs.IntVar(&f.queue, "queue", 1024, "exchanges waiting to be written at most; beyond, they are dropped and counted")
-	fs.StringVar(&f.queueSize, "queue-bytes", "16MiB", "body bytes waiting to be written at most")
-	fs.Float64Var(&f.sample, "sample", 1, "fraction of sessions to record, deterministic per session (1: all)")
-	fs.StringSliceVar(&f.paths, "path", nil, "record only these path prefixes or globs (repeatable)")
-	fs.StringSliceVar(&f.methods, "method", nil, "record only these methods (repeatable)")
-	fs.StringSliceVar(&f.hosts, "host", nil, "record only these hosts (repeatable)")
+	fs.Var(newSizeValue(16<<20, &f.queueSize), "queue-bytes", "body bytes waiting to be written at most")
+	fs.Var(newFractionValue(1, &f.sample), "sample", "fraction of sessions to record, deterministic per session (1: all)")
+	fs.Var(newListValue(nil, &f.paths, false), "path", "record only requests whose path matches: a prefix (/v1/chat/), or a glob with * ? [ (repeatable or comma-separated)")
+	fs.Var(newListValue(nil, &f.methods, true), "method", "record only these methods (repeatable or comma-separated)")
+	fs.Var(newListValue(nil, &f.hosts, true), "host", "record only these hosts (repeatable or comma-separated)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off); imports (--pcap, --access-log) open it only when given")
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
-	fs.StringVar(&f.memoryLimit, "memory-limit", "100MiB", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
+	fs.Var(newSizeValue(100<<20, &f.memoryLimit), "memory-limit", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
 	if helped, err := parseFlags(fs, args, "reel record --help", stdout); helped || err != nil {
 		return err
 	}
@@ -172,11 +172,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "--scrape samples live servers: use it with --upstream or --iface, not with an import", hint: "reel record --out DIR --upstream URL --scrape http://127.0.0.1:8000/metrics"}
 	}
 
-	memLimit, err := parseRecordSize("--memory-limit", f.memoryLimit)
-	if err != nil {
-		return err
-	}
-	if memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	if memLimit := f.memoryLimit; memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memLimit)
 	}
 
@@ -260,18 +256,7 @@ func cancelOnSecondSignal(ctx context.Context, cancel context.CancelCauseFunc) f
 // openRecordEnv opens the redactor, the recorder and its dataset, and the
 // metrics registry; closeEnv drains and closes them.
 func openRecordEnv(ctx context.Context, f *recordFlags, sourceName string, offline bool, stderr io.Writer) (*recordEnv, func(context.Context) error, error) {
-	rotateSize, err := parseRecordSize("--rotate-size", f.rotateSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	maxBody, err := parseRecordSize("--max-body", f.maxBody)
-	if err != nil {
-		return nil, nil, err
-	}
-	queueBytes, err := parseRecordSize("--queue-bytes", f.queueSize)
-	if err != nil {
-		return nil, nil, err
-	}
+	rotateSize, maxBody, queueBytes := f.rotateSize, f.maxBody, f.queueSize
 	var red recorder.Redactor // stays nil with --raw: a nil *redact.Redactor must not become a non-nil Redactor
 	if f.raw {
 		fmt.Fprintln(stderr, "reel record: WARNING: --raw: bodies, paths, queries and headers are written UNREDACTED; the dataset may hold personal data and secrets")
@@ -385,16 +370,6 @@ func serveRecordMetrics(addr string, reg *prometheus.Registry, stderr io.Writer)
 	go srv.Serve(ln)
 	fmt.Fprintf(stderr, "reel record: metrics on http://%s/metrics\n", ln.Addr())
 	return func() { srv.Close() }, nil
-}
-
-// parseRecordSize parses a byte size as sizeValue does (flags.go), as a
-// usage error naming the flag.
-func parseRecordSize(flag, s string) (int64, error) {
-	n, err := parseSize(s) // flags.go: the one size parser (sizeValue)
-	if err != nil {
-		return 0, &usageError{msg: fmt.Sprintf("%s: %v", flag, err), hint: "reel record " + flag + " 128MiB"}
-	}
-	return n, nil
 }
 
 // defaultRecorderID is the host name, made safe for file names.

@@ -26,7 +26,7 @@ type captureFlags struct {
 	accessLogs  []string
 	logFields   []string
 	promisc     bool
-	snapLen     string
+	snapLen     int64
 	gapTimeout  time.Duration
 	idleTimeout time.Duration
 }
@@ -38,7 +38,7 @@ func addCaptureFlags(fs *pflag.FlagSet, f *captureFlags) {
 	fs.StringArrayVar(&f.accessLogs, "access-log", nil, "import this nginx JSON access log (repeatable; - for stdin)")
 	fs.StringArrayVar(&f.logFields, "log-field", nil, "access-log field mapping column=field, e.g. time=ts or header:x-gpu=upstream_http_x_gpu (repeatable)")
 	fs.BoolVar(&f.promisc, "promisc", false, "with --iface: promiscuous mode (traffic not addressed to this host)")
-	fs.StringVar(&f.snapLen, "snaplen", "256KiB", "with --iface: bytes kept per packet; GRO/TSO packets exceed the MTU")
+	fs.Var(newSizeValue(256<<10, &f.snapLen), "snaplen", "with --iface: bytes kept per packet; GRO/TSO packets exceed the MTU")
 	fs.DurationVar(&f.gapTimeout, "gap-timeout", capture.DefaultGapTimeout, "with --iface/--pcap: wait this long (packet time) for a missing TCP segment before recording a gap")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", capture.DefaultIdleTimeout, "with --iface/--pcap: forget connections idle this long")
 }
@@ -104,10 +104,7 @@ func newCaptureEngine(env *recordEnv, f *recordFlags) (*capture.Engine, error) {
 // recordLive captures from --iface until ctx ends. Like the proxy it is
 // fail-open: when the queue is full, exchanges are dropped and counted.
 func recordLive(ctx context.Context, env *recordEnv, f *recordFlags) error {
-	snap, err := parseRecordSize("--snaplen", f.capture.snapLen)
-	if err != nil {
-		return err
-	}
+	snap := f.capture.snapLen
 	e, err := newCaptureEngine(env, f)
 	if err != nil {
 		return err

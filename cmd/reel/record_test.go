@@ -199,7 +199,7 @@ func scrapeSum(t *testing.T, url, name string) float64 {
 	return sum
 }
 
-func TestParseRecordSize(t *testing.T) {
+func TestParseSize(t *testing.T) {
 	tests := []struct {
 		in   string
 		want int64
@@ -211,9 +211,9 @@ func TestParseRecordSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseRecordSize("--x", tt.in)
+			got, err := parseSize(tt.in)
 			if (err == nil) != tt.ok || got != tt.want {
-				t.Fatalf("parseRecordSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
+				t.Fatalf("parseSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
 			}
 		})
 	}
