@@ -50,7 +50,7 @@ Examples:
 
   # batch context from the server's headers
   reel record --upstream http://127.0.0.1:8000 --out data \
-      --context-header x-batch-size --context-header x-queue-depth --context-header x-gpu-id
+      --context-header x-gpu-id   # added to x-batch-size, x-queue-depth
 
   # sidecar that also samples the server's vLLM metrics every second (into data.metrics)
   reel record --upstream http://127.0.0.1:8000 --out data --scrape http://127.0.0.1:8000/metrics
