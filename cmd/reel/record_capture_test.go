@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -89,5 +90,38 @@ func TestRecordCaptureMisuse(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
+	}
+}
+
+// An offline import opens no metrics listener unless asked: with the
+// default metrics port taken by another process it still runs, and it
+// opens one when --metrics-listen is given.
+func TestOfflineImportOpensNoListener(t *testing.T) {
+	if ln, err := net.Listen("tcp", "127.0.0.1:9464"); err == nil { // the default --metrics-listen; if taken already, so much the better
+		defer ln.Close()
+	}
+	log := filepath.Join(t.TempDir(), "access.jsonl")
+	line := `{"msec":"1772632800.250","request_time":"0.250","request_method":"POST","request_uri":"/v1/completions","status":"200","request_body":"{\"model\":\"m2\",\"prompt\":\"hi\"}"}` + "\n"
+	if err := os.WriteFile(log, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		extra    []string
+		listener bool
+	}{
+		{"default", nil, false},
+		{"asked", []string{"--metrics-listen", "127.0.0.1:0"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"--access-log", log, "--out", t.TempDir(), "--raw"}, tc.extra...)
+			if err := runRecord(context.Background(), args, io.Discard, &stderr); err != nil {
+				t.Fatalf("record: %v\n%s", err, stderr.String())
+			}
+			if got := strings.Contains(stderr.String(), "metrics on http://"); got != tc.listener {
+				t.Errorf("metrics listener opened: %v, want %v\n%s", got, tc.listener, stderr.String())
+			}
+		})
 	}
 }
