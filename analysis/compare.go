@@ -50,13 +50,13 @@ func (o CompareOptions) withDefaults() CompareOptions {
 // Comparison sets run B (candidate, or the replay) against run A (baseline,
 // or the recording).
 type Comparison struct {
-	A          *Summary     `json:"a"`
-	B          *Summary     `json:"b"`
-	Confidence float64      `json:"confidence"`
-	Resamples  int          `json:"resamples"`
-	Metrics    []Delta      `json:"metrics"`
-	Frames     []FrameDelta `json:"frames"`
-	Tail       TailFrames   `json:"tail_frames"`
+	A          *Summary     `json:"a"`           // baseline run's summary
+	B          *Summary     `json:"b"`           // candidate run's summary
+	Confidence float64      `json:"confidence"`  // confidence level of the intervals (CompareOptions.Confidence)
+	Resamples  int          `json:"resamples"`   // bootstrap resamples per quantile (CompareOptions.Resamples)
+	Metrics    []Delta      `json:"metrics"`     // per-metric deltas: latency quantiles, rates and shares
+	Frames     []FrameDelta `json:"frames"`      // frames of either run, matched by original start, in time order
+	Tail       TailFrames   `json:"tail_frames"` // whether B shows A's tail frames
 }
 
 // TailFrames answers "does B show A's incident?": of A's tail frames (E2E
@@ -141,16 +141,16 @@ func tailFrames(a, b []Frame, frame time.Duration) TailFrames {
 // Significant means the interval excludes zero (or, without an interval,
 // that the values differ).
 type Delta struct {
-	Name        string  `json:"name"` // "e2e.p99", "ttft.p50", "goodput", …
-	Unit        string  `json:"unit"` // "ns", "req/s", "tokens/s", "ratio", "requests"
-	A           float64 `json:"a"`
-	B           float64 `json:"b"`
-	Abs         float64 `json:"abs"`
-	Rel         float64 `json:"rel"` // 0 when A is 0
-	HasCI       bool    `json:"has_ci"`
-	CILow       float64 `json:"ci_low"`
-	CIHigh      float64 `json:"ci_high"`
-	Significant bool    `json:"significant"`
+	Name        string  `json:"name"`        // "e2e.p99", "ttft.p50", "goodput", …
+	Unit        string  `json:"unit"`        // "ns", "req/s", "tokens/s", "ratio", "requests"
+	A           float64 `json:"a"`           // A's value
+	B           float64 `json:"b"`           // B's value
+	Abs         float64 `json:"abs"`         // B − A (ns for latencies)
+	Rel         float64 `json:"rel"`         // 0 when A is 0
+	HasCI       bool    `json:"has_ci"`      // the metric has a confidence interval (false for rates)
+	CILow       float64 `json:"ci_low"`      // lower bound of Abs's interval
+	CIHigh      float64 `json:"ci_high"`     // upper bound of Abs's interval
+	Significant bool    `json:"significant"` // the interval excludes zero (without one: the values differ)
 	// NA and NB are the sample sizes behind A and B (values of a latency,
 	// requests of a rate or share, judged frames of window compliance);
 	// 0 means that run has no data for the metric and its value is not 0
@@ -162,16 +162,16 @@ type Delta struct {
 // FrameDelta sets one frame of B against the frame of A with the same
 // original start; a frame only one run has has zero Requests on the other.
 type FrameDelta struct {
-	Start     time.Time     `json:"start"`
-	ARequests int64         `json:"a_requests"`
-	BRequests int64         `json:"b_requests"`
-	AP99      time.Duration `json:"a_e2e_p99_ns"`
-	BP99      time.Duration `json:"b_e2e_p99_ns"`
-	P99Rel    float64       `json:"e2e_p99_rel"`
-	ATTFTP99  time.Duration `json:"a_ttft_p99_ns"`
-	BTTFTP99  time.Duration `json:"b_ttft_p99_ns"`
-	AMeetsSLO bool          `json:"a_meets_slo"`
-	BMeetsSLO bool          `json:"b_meets_slo"`
+	Start     time.Time     `json:"start"`         // the frame's original start
+	ARequests int64         `json:"a_requests"`    // requests of A in the frame; 0 when only B has it
+	BRequests int64         `json:"b_requests"`    // requests of B in the frame; 0 when only A has it
+	AP99      time.Duration `json:"a_e2e_p99_ns"`  // A's E2E p99 in the frame
+	BP99      time.Duration `json:"b_e2e_p99_ns"`  // B's E2E p99 in the frame
+	P99Rel    float64       `json:"e2e_p99_rel"`   // (BP99 − AP99) ÷ AP99; 0 when AP99 is 0
+	ATTFTP99  time.Duration `json:"a_ttft_p99_ns"` // A's TTFT p99 in the frame
+	BTTFTP99  time.Duration `json:"b_ttft_p99_ns"` // B's TTFT p99 in the frame
+	AMeetsSLO bool          `json:"a_meets_slo"`   // the frame met the SLO in A
+	BMeetsSLO bool          `json:"b_meets_slo"`   // the frame met the SLO in B
 }
 
 var compareQuantiles = []struct {

@@ -13,7 +13,7 @@ import (
 // the arrival process, sizes, prefix sharing, the per-frame table, frames
 // that stand out and what the tail moves with.
 type Stats struct {
-	Summary *Summary `json:"summary"`
+	Summary *Summary `json:"summary"` // the per-request metrics, as Analyzer.Summary gives them
 
 	ArrivalRate  float64   `json:"arrival_rate"`  // requests/s over the recording
 	InterArrival Quantiles `json:"inter_arrival"` // gaps between consecutive request starts
@@ -40,13 +40,13 @@ type Stats struct {
 // Sizes summarises a count distribution (bytes, tokens), exactly or, when
 // RelErr is set, with quantiles within RelErr (as Quantiles).
 type Sizes struct {
-	N      int64   `json:"n"`
-	P50    int64   `json:"p50"`
-	P90    int64   `json:"p90"`
-	P99    int64   `json:"p99"`
-	Max    int64   `json:"max"`
-	Mean   float64 `json:"mean"`
-	RelErr float64 `json:"rel_err,omitempty"`
+	N      int64   `json:"n"`                 // values in the distribution
+	P50    int64   `json:"p50"`               // median
+	P90    int64   `json:"p90"`               // 90th percentile
+	P99    int64   `json:"p99"`               // 99th percentile
+	Max    int64   `json:"max"`               // largest value
+	Mean   float64 `json:"mean"`              // arithmetic mean
+	RelErr float64 `json:"rel_err,omitempty"` // quantiles' relative error bound: 0 when exact, SketchRelErr when sketched
 }
 
 // Correlation is Pearson's r between a per-frame tail (E2E or TTFT p99)
@@ -60,9 +60,9 @@ type Correlation struct {
 	// Kind is "workload" (what clients sent: a possible cause) or "server"
 	// (the server's state: it moves with a cause, it is rarely one).
 	Kind  string  `json:"kind"`
-	R     float64 `json:"r"`
-	N     int     `json:"n"`
-	Valid bool    `json:"valid"`
+	R     float64 `json:"r"`     // Pearson's r, rounded to 3 decimals; 0 when not Valid
+	N     int     `json:"n"`     // frames the correlation is over
+	Valid bool    `json:"valid"` // N ≥ 3 and neither side is constant
 }
 
 // Signal kinds.
@@ -129,9 +129,9 @@ func correlateFrames(frames []*Frame, sig frameSignal, tail func(f *Frame) (floa
 
 // Episode is a run of adjacent frames that stand out, with why.
 type Episode struct {
-	Start  time.Time `json:"start"` // first frame's start
-	End    time.Time `json:"end"`   // last frame's end
-	Frames int       `json:"frames"`
+	Start  time.Time `json:"start"`  // first frame's start
+	End    time.Time `json:"end"`    // last frame's end
+	Frames int       `json:"frames"` // adjacent frames in the episode
 	// P99 is the E2E p99 over the episode's requests; TailRatio divides it
 	// by the median frame's p99.
 	P99       time.Duration `json:"p99_ns"`
@@ -154,7 +154,7 @@ type Episode struct {
 	// "TTFT p99").
 	Cause       string  `json:"cause"`
 	CauseKind   string  `json:"cause_kind"`
-	CauseR      float64 `json:"cause_r"`
+	CauseR      float64 `json:"cause_r"` // Cause's correlation r with the tail
 	CauseTail   string  `json:"cause_tail"`
 	Explanation string  `json:"explanation"` // the one-line verdict
 }
