@@ -11,10 +11,10 @@ import (
 // are left out of both sums (Requests counts those that did), so a server
 // that never reports gives Requests 0, not a reuse of 0.
 type CacheReuse struct {
-	Requests     int64   `json:"requests"` // requests with cached_tokens reported and a prompt length
-	PromptTokens int64   `json:"prompt_tokens"`
-	CachedTokens int64   `json:"cached_tokens"`
-	Reuse        float64 `json:"reuse"`
+	Requests     int64   `json:"requests"`      // requests with cached_tokens reported and a prompt length
+	PromptTokens int64   `json:"prompt_tokens"` // Σ prompt tokens of those requests
+	CachedTokens int64   `json:"cached_tokens"` // Σ cached tokens of those requests
+	Reuse        float64 `json:"reuse"`         // CachedTokens ÷ PromptTokens; 0 when PromptTokens is 0
 	// StdErr is Reuse's standard error as a ratio estimator (delta method
 	// over requests). It treats requests as independent, which reuse is
 	// not quite (a request's hits depend on what came before); read its

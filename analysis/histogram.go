@@ -10,8 +10,8 @@ import (
 // Only the bins from the first to the last non-empty one are kept: bin i
 // counts values in [Edges[i], Edges[i+1]).
 type Histogram struct {
-	Edges  []int64 `json:"edges_ns"`
-	Counts []int64 `json:"counts"`
+	Edges  []int64 `json:"edges_ns"` // bin edges (ns), one more than Counts; empty when no value was counted
+	Counts []int64 `json:"counts"`   // values per bin
 }
 
 const (

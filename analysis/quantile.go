@@ -12,15 +12,15 @@ import (
 // Options.ExactValues). N, Max, Mean and Std are always exact; Std is the
 // population standard deviation. All fields are zero when N is zero.
 type Quantiles struct {
-	N    int64         `json:"n"`
-	P50  time.Duration `json:"p50_ns"`
-	P90  time.Duration `json:"p90_ns"`
-	P95  time.Duration `json:"p95_ns"`
-	P99  time.Duration `json:"p99_ns"`
-	P999 time.Duration `json:"p999_ns"`
-	Max  time.Duration `json:"max_ns"`
-	Mean time.Duration `json:"mean_ns"`
-	Std  time.Duration `json:"std_ns"`
+	N    int64         `json:"n"`       // values in the distribution
+	P50  time.Duration `json:"p50_ns"`  // median
+	P90  time.Duration `json:"p90_ns"`  // 90th percentile
+	P95  time.Duration `json:"p95_ns"`  // 95th percentile
+	P99  time.Duration `json:"p99_ns"`  // 99th percentile
+	P999 time.Duration `json:"p999_ns"` // 99.9th percentile
+	Max  time.Duration `json:"max_ns"`  // largest value
+	Mean time.Duration `json:"mean_ns"` // arithmetic mean
+	Std  time.Duration `json:"std_ns"`  // population standard deviation
 	// RelErr is the quantiles' relative error bound: 0 when exact,
 	// SketchRelErr when sketched.
 	RelErr float64 `json:"rel_err,omitempty"`

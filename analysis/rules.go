@@ -17,8 +17,8 @@ type Rule struct {
 	Metric    string  // delta name, e.g. "e2e.p99"
 	Above     bool    // ">": trips on increases; "<": on decreases
 	Threshold float64 // relative (0.10) when Relative, else absolute in the metric's unit
-	Relative  bool
-	Text      string // as written
+	Relative  bool    // Threshold is a share of A's value (a "%" threshold)
+	Text      string  // as written
 }
 
 // ParseRules parses --fail-on: comma-separated METRIC(>|<)[+|-]N(%|duration|number).
@@ -115,10 +115,10 @@ func knownDelta(name string) bool {
 // with the delta behind it. NoData says which run had no data for the
 // metric ("no data in B"); the rule then trips without a delta.
 type Tripped struct {
-	Rule   Rule   `json:"-"`
-	Text   string `json:"rule"`
-	Delta  Delta  `json:"delta"`
-	NoData string `json:"no_data,omitempty"`
+	Rule   Rule   `json:"-"`                 // the rule or expectation
+	Text   string `json:"rule"`              // the rule as written
+	Delta  Delta  `json:"delta"`             // the change it was judged on
+	NoData string `json:"no_data,omitempty"` // which run had no data, e.g. "no data in B"; empty when both had some
 }
 
 // DefaultMaxErrorRise is the rise of B's error rate over A's (absolute,
@@ -155,7 +155,7 @@ type Verdict struct {
 	// being one (say it as --expect 'ttft.p99<-40%' instead).
 	Failed     bool      `json:"failed"`
 	Regression bool      `json:"regression"`
-	Tripped    []Tripped `json:"tripped"`
+	Tripped    []Tripped `json:"tripped"` // --fail-on rules that tripped: significant crossings and rules without data
 	// Held lists rules whose threshold was crossed but whose interval
 	// includes zero: not a regression.
 	Held []Tripped `json:"held"`

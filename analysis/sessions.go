@@ -351,16 +351,16 @@ func sessionID(s string) uint64 {
 
 // SessionStats describes a recording's sessions (`reel stats`).
 type SessionStats struct {
-	Mode         string    `json:"mode"`           // the SessionMode that grouped them
-	Requests     int64     `json:"requests"`       // exchanges read
-	Sessions     int64     `json:"sessions"`       // sessions with at least two turns
-	InSessions   int64     `json:"in_sessions"`    // requests that belong to one of them
-	ShareInMulti float64   `json:"share_in_multi"` // InSessions ÷ Requests
-	TurnsPerSess Sizes     `json:"turns_per_session"`
-	Think        Quantiles `json:"think_time"` // recorded answer end → next turn start
-	Fanout       int64     `json:"fanout"`     // turns started while a sibling (same predecessor) was in flight
-	Ambiguous    int64     `json:"ambiguous"`  // links chosen among identical histories by time alone
-	Longest      []Chain   `json:"longest"`    // the longest sessions, most turns first
+	Mode         string    `json:"mode"`              // the SessionMode that grouped them
+	Requests     int64     `json:"requests"`          // exchanges read
+	Sessions     int64     `json:"sessions"`          // sessions with at least two turns
+	InSessions   int64     `json:"in_sessions"`       // requests that belong to one of them
+	ShareInMulti float64   `json:"share_in_multi"`    // InSessions ÷ Requests
+	TurnsPerSess Sizes     `json:"turns_per_session"` // turns per session, over sessions with at least two turns
+	Think        Quantiles `json:"think_time"`        // recorded answer end → next turn start
+	Fanout       int64     `json:"fanout"`            // turns started while a sibling (same predecessor) was in flight
+	Ambiguous    int64     `json:"ambiguous"`         // links chosen among identical histories by time alone
+	Longest      []Chain   `json:"longest"`           // the longest sessions, most turns first
 }
 
 // Chain is one session in SessionStats.Longest.

@@ -59,7 +59,7 @@ type Signals struct {
 	// time mapped to the original time being replayed then, through the
 	// results' schedule: sent − lag ↔ orig_ts).
 	Clock  string         `json:"clock"`
-	Series []SignalSeries `json:"series"`
+	Series []SignalSeries `json:"series"` // one per analysed series with points in the frames
 	// Mover is the series whose per-frame mean correlates best with the
 	// per-frame E2E p99 (r ≥ 0.5), empty when none does; MoverR is its r.
 	Mover       string  `json:"mover"`
@@ -72,11 +72,11 @@ type Signals struct {
 
 // SignalSeries is one series per frame, with its correlation with the tail.
 type SignalSeries struct {
-	Name  string  `json:"name"`
+	Name  string  `json:"name"`  // metric name (a counter's, when Rate)
 	Label string  `json:"label"` // what it measures, e.g. "waiting queue"
 	Rate  bool    `json:"rate"`  // per-second rate of a counter
 	Mean  float64 `json:"mean"`  // over every point in a frame
-	Max   float64 `json:"max"`
+	Max   float64 `json:"max"`   // over every point in the run's frames
 	// Frames has one entry per Summary.Frames entry, in the same order.
 	Frames []SignalFrame `json:"frames"`
 	// P99 and TTFTP99 correlate the per-frame mean with the per-frame E2E
@@ -88,10 +88,10 @@ type SignalSeries struct {
 
 // SignalFrame is one series in one frame.
 type SignalFrame struct {
-	Start time.Time `json:"start"`
-	N     int       `json:"n"`    // points (scrapes, or rate intervals) in the frame
-	Mean  float64   `json:"mean"` // 0 when N is 0
-	Max   float64   `json:"max"`
+	Start time.Time `json:"start"` // the frame's start, as in Summary.Frames
+	N     int       `json:"n"`     // points (scrapes, or rate intervals) in the frame
+	Mean  float64   `json:"mean"`  // 0 when N is 0
+	Max   float64   `json:"max"`   // 0 when N is 0
 }
 
 // MetricsPaths returns the metrics datasets kept beside datasets (see

@@ -36,6 +36,8 @@ var sloMetrics = []Metric{MetricTTFB, MetricTTFT, MetricTTST, MetricTPOT, Metric
 // not have (TTFT of a non-streaming response, TPOT with one output token)
 // does not fail it. The zero SLO bounds nothing.
 type SLO struct {
+	// Bounds maps each bounded metric to its inclusive upper bound; nil or
+	// empty bounds nothing.
 	Bounds map[Metric]time.Duration
 }
 

@@ -11,33 +11,33 @@ import (
 // Summary holds every SPEC §6 metric of an analysed set of requests, overall,
 // per frame and per breakdown. JSON keys are stable (docs: README, Analysis).
 type Summary struct {
-	Source   string        `json:"source"` // "recording", "replay" or "mixed"
-	Start    time.Time     `json:"start"`  // earliest t_sched
-	End      time.Time     `json:"end"`    // latest request end
-	Duration time.Duration `json:"duration_ns"`
-	Frame    time.Duration `json:"frame_ns"`
+	Source   string        `json:"source"`      // "recording", "replay" or "mixed"
+	Start    time.Time     `json:"start"`       // earliest t_sched
+	End      time.Time     `json:"end"`         // latest request end
+	Duration time.Duration `json:"duration_ns"` // End − Start
+	Frame    time.Duration `json:"frame_ns"`    // frame length (Options.Frame)
 
-	Requests int64 `json:"requests"`
-	OK       int64 `json:"ok"`
-	Errors   int64 `json:"errors"`
+	Requests int64 `json:"requests"` // requests analysed (after ExcludeFirst and Filter)
+	OK       int64 `json:"ok"`       // requests with a 2xx or 3xx status
+	Errors   int64 `json:"errors"`   // Requests − OK
 	Excluded int64 `json:"excluded"` // left out by ExcludeFirst
 	// Filtered counts requests Options.Filter left out; FilterText says
 	// what it keeps (both absent without a filter).
 	Filtered    int64        `json:"filtered,omitempty"`
-	FilterText  string       `json:"filter,omitempty"`
-	ErrorRate   float64      `json:"error_rate"`
-	TimeoutRate float64      `json:"timeout_rate"`
-	Classes     []ClassCount `json:"classes"`
+	FilterText  string       `json:"filter,omitempty"` // what Options.Filter keeps (Filter.String())
+	ErrorRate   float64      `json:"error_rate"`       // Errors ÷ Requests
+	TimeoutRate float64      `json:"timeout_rate"`     // share of requests in the timeout class
+	Classes     []ClassCount `json:"classes"`          // requests per status class, most first
 
-	E2E      Quantiles `json:"e2e"`
-	E2ESched Quantiles `json:"e2e_sched"`
-	TTFB     Quantiles `json:"ttfb"`
-	TTFT     Quantiles `json:"ttft"`
-	TTST     Quantiles `json:"ttst"`
-	TPOT     Quantiles `json:"tpot"`
+	E2E      Quantiles `json:"e2e"`       // end-to-end latency from send
+	E2ESched Quantiles `json:"e2e_sched"` // latency from the scheduled time (coordinated-omission-free)
+	TTFB     Quantiles `json:"ttfb"`      // time to first byte
+	TTFT     Quantiles `json:"ttft"`      // time to first token
+	TTST     Quantiles `json:"ttst"`      // time from the first token event to the second
+	TPOT     Quantiles `json:"tpot"`      // time per output token: (E2E − TTFT) ÷ (output tokens − 1)
 	ITL      Quantiles `json:"itl"`       // per token-bearing event, pooled (µs resolution)
 	ITLToken Quantiles `json:"itl_token"` // per token where usage gives more tokens than events
-	Lag      Quantiles `json:"lag"`
+	Lag      Quantiles `json:"lag"`       // send − scheduled (replays only)
 	// SessionDelay is over the turns that waited for a predecessor on the
 	// shadow beyond their recorded schedule (replay --sessions); N = 0
 	// otherwise. It is part of E2ESched, not of Lag.
@@ -46,33 +46,33 @@ type Summary struct {
 	// Histograms of e2e, ttft, tpot and itl, for distribution charts.
 	Histograms map[string]Histogram `json:"histograms"`
 
-	RequestRate         float64 `json:"request_rate"`  // requests/s
-	Throughput          float64 `json:"throughput"`    // completed (OK) requests/s
-	OutputTokens        int64   `json:"output_tokens"` // of OK requests
-	OutputTokenRate     float64 `json:"output_tokens_per_s"`
+	RequestRate         float64 `json:"request_rate"`             // requests/s
+	Throughput          float64 `json:"throughput"`               // completed (OK) requests/s
+	OutputTokens        int64   `json:"output_tokens"`            // of OK requests
+	OutputTokenRate     float64 `json:"output_tokens_per_s"`      // OutputTokens ÷ duration
 	PeakOutputTokenRate float64 `json:"peak_output_tokens_per_s"` // busiest 1-s bucket
 	Concurrency         float64 `json:"concurrency"`              // ΣE2E ÷ duration (Little's law)
-	PeakInFlight        int     `json:"peak_in_flight"`
+	PeakInFlight        int     `json:"peak_in_flight"`           // most requests in flight at once
 
-	SLO              string  `json:"slo"`
-	WindowQuantile   float64 `json:"window_quantile"`
-	MeetingSLO       int64   `json:"meeting_slo"`   // requests meeting every bound
-	Goodput          float64 `json:"goodput"`       // MeetingSLO ÷ duration, req/s
-	GoodputShare     float64 `json:"goodput_share"` // MeetingSLO ÷ Requests
-	JudgedFrames     int     `json:"judged_frames"`
-	CompliantFrames  int     `json:"compliant_frames"`
-	WindowCompliance float64 `json:"window_compliance"`
-	MeetsSLO         bool    `json:"meets_slo"`
+	SLO              string  `json:"slo"`               // the SLO judged, as Options.SLO.String(); empty without one
+	WindowQuantile   float64 `json:"window_quantile"`   // quantile each frame must keep within the SLO (Options.WindowQuantile)
+	MeetingSLO       int64   `json:"meeting_slo"`       // requests meeting every bound
+	Goodput          float64 `json:"goodput"`           // MeetingSLO ÷ duration, req/s
+	GoodputShare     float64 `json:"goodput_share"`     // MeetingSLO ÷ Requests
+	JudgedFrames     int     `json:"judged_frames"`     // frames with requests judged against the SLO
+	CompliantFrames  int     `json:"compliant_frames"`  // judged frames whose window quantile meets every bound
+	WindowCompliance float64 `json:"window_compliance"` // CompliantFrames ÷ JudgedFrames
+	MeetsSLO         bool    `json:"meets_slo"`         // window compliance reaches Options.MinCompliance
 
 	LongPrompt     int32   `json:"long_prompt_tokens"` // threshold in effect
 	MeanBatchSize  float64 `json:"mean_batch_size"`    // 0 when not reported
 	MeanQueueDepth float64 `json:"mean_queue_depth"`   // 0 when not reported
 
-	Frames        []Frame `json:"frames"`
-	Routes        []Group `json:"routes"`
-	Models        []Group `json:"models"`
-	PromptBuckets []Group `json:"prompt_buckets"`
-	StatusClasses []Group `json:"status_classes"`
+	Frames        []Frame `json:"frames"`         // per-frame table in time order, empty frames between filled in
+	Routes        []Group `json:"routes"`         // breakdown by method and path, most requests first
+	Models        []Group `json:"models"`         // breakdown by model, most requests first
+	PromptBuckets []Group `json:"prompt_buckets"` // breakdown by prompt-length bucket (Options.LengthBuckets), most requests first
+	StatusClasses []Group `json:"status_classes"` // breakdown by status class, most requests first
 
 	// Recording-only: prefix sharing (see PrefixSharing).
 	Prefix PrefixSharing `json:"prefix"`
@@ -86,9 +86,9 @@ type Summary struct {
 
 // ClassCount counts requests of one status class.
 type ClassCount struct {
-	Class string  `json:"class"`
-	Count int64   `json:"count"`
-	Share float64 `json:"share"`
+	Class string  `json:"class"` // status class: "2xx", "4xx", ClassTimeout, …
+	Count int64   `json:"count"` // requests in the class
+	Share float64 `json:"share"` // Count ÷ Summary.Requests
 }
 
 // PrefixSharing measures prefix-cache potential from prefix_hashes: Ratio is
@@ -97,48 +97,48 @@ type ClassCount struct {
 // the share of requests whose first block was seen before. Capped means the
 // hash memory filled and the ratios are lower bounds.
 type PrefixSharing struct {
-	Requests     int64   `json:"requests"`
-	Blocks       int64   `json:"blocks"`
-	Reused       int64   `json:"reused"`
-	Ratio        float64 `json:"ratio"`
-	RequestShare float64 `json:"request_share"`
-	Capped       bool    `json:"capped"`
+	Requests     int64   `json:"requests"`      // requests with prefix hashes
+	Blocks       int64   `json:"blocks"`        // prefix blocks seen
+	Reused       int64   `json:"reused"`        // blocks whose hash an earlier request already had
+	Ratio        float64 `json:"ratio"`         // Reused ÷ Blocks
+	RequestShare float64 `json:"request_share"` // share of requests whose first block was seen before
+	Capped       bool    `json:"capped"`        // the hash memory filled (Options.MaxPrefixBlocks): ratios are lower bounds
 }
 
 // Frame is one window of the original timeline.
 type Frame struct {
-	Start           time.Time  `json:"start"` // original wall-clock start
-	Requests        int64      `json:"requests"`
-	OK              int64      `json:"ok"`
-	Errors          int64      `json:"errors"`
-	Rate            float64    `json:"rate"` // requests per second of original time
-	E2E             Quantiles  `json:"e2e"`
-	E2ESched        Quantiles  `json:"e2e_sched"`
-	TTFT            Quantiles  `json:"ttft"`
-	TPOT            Quantiles  `json:"tpot"`
-	Lag             Quantiles  `json:"lag"`
-	OutputTokens    int64      `json:"output_tokens"`
-	MeanBatchSize   float64    `json:"mean_batch_size"`  // 0 when not reported
-	MeanQueueDepth  float64    `json:"mean_queue_depth"` // 0 when not reported
-	MeanPrompt      float64    `json:"mean_prompt_tokens"`
-	LongPromptShare float64    `json:"long_prompt_share"`
-	MeetingSLO      int64      `json:"meeting_slo"`
-	Cache           CacheReuse `json:"cache,omitzero"`
-	Judged          bool       `json:"judged"`    // has requests and an SLO to judge
-	MeetsSLO        bool       `json:"meets_slo"` // judged and its window quantile meets every bound
-	Misses          []string   `json:"misses,omitempty"`
+	Start           time.Time  `json:"start"`              // original wall-clock start
+	Requests        int64      `json:"requests"`           // requests originally started in the frame
+	OK              int64      `json:"ok"`                 // requests with a 2xx or 3xx status
+	Errors          int64      `json:"errors"`             // Requests − OK
+	Rate            float64    `json:"rate"`               // requests per second of original time
+	E2E             Quantiles  `json:"e2e"`                // end-to-end latency from send
+	E2ESched        Quantiles  `json:"e2e_sched"`          // latency from the scheduled time
+	TTFT            Quantiles  `json:"ttft"`               // time to first token
+	TPOT            Quantiles  `json:"tpot"`               // time per output token
+	Lag             Quantiles  `json:"lag"`                // send − scheduled (replays only)
+	OutputTokens    int64      `json:"output_tokens"`      // output tokens of OK requests
+	MeanBatchSize   float64    `json:"mean_batch_size"`    // 0 when not reported
+	MeanQueueDepth  float64    `json:"mean_queue_depth"`   // 0 when not reported
+	MeanPrompt      float64    `json:"mean_prompt_tokens"` // mean known prompt length (tokens); 0 when none is known
+	LongPromptShare float64    `json:"long_prompt_share"`  // share of known prompt lengths at least Summary.LongPrompt; 0 from Analyzer.Frame
+	MeetingSLO      int64      `json:"meeting_slo"`        // requests meeting every SLO bound
+	Cache           CacheReuse `json:"cache,omitzero"`     // prefix-cache reuse the server reported
+	Judged          bool       `json:"judged"`             // has requests and an SLO to judge
+	MeetsSLO        bool       `json:"meets_slo"`          // judged and its window quantile meets every bound
+	Misses          []string   `json:"misses,omitempty"`   // why a judged frame missed the SLO: no OK request, or a metric's window quantile over its bound
 }
 
 // Group is one breakdown key (a route, model, prompt bucket or status class).
 type Group struct {
-	Key      string     `json:"key"`
-	Requests int64      `json:"requests"`
-	OK       int64      `json:"ok"`
-	Errors   int64      `json:"errors"`
-	E2E      Quantiles  `json:"e2e"`
-	TTFT     Quantiles  `json:"ttft"`
-	TPOT     Quantiles  `json:"tpot"`
-	Cache    CacheReuse `json:"cache,omitzero"`
+	Key      string     `json:"key"`            // route ("METHOD path"), model, prompt bucket or status class
+	Requests int64      `json:"requests"`       // requests with the key
+	OK       int64      `json:"ok"`             // requests with a 2xx or 3xx status
+	Errors   int64      `json:"errors"`         // Requests − OK
+	E2E      Quantiles  `json:"e2e"`            // end-to-end latency from send
+	TTFT     Quantiles  `json:"ttft"`           // time to first token
+	TPOT     Quantiles  `json:"tpot"`           // time per output token
+	Cache    CacheReuse `json:"cache,omitzero"` // prefix-cache reuse the server reported
 }
 
 // Summary computes every metric from what was added so far.

@@ -26,12 +26,12 @@ var ErrBadFile = errors.New("bad dataset file")
 
 // FileInfo describes one dataset file from its footer alone.
 type FileInfo struct {
-	Path      string
+	Path      string            // the file's path, as given to the reader
 	Size      int64             // bytes on disk
 	Schema    string            // reel.schema, e.g. "exchange/1"
 	Meta      map[string]string // all key-value metadata
-	Rows      int64
-	RowGroups []RowGroupInfo
+	Rows      int64             // rows in the file
+	RowGroups []RowGroupInfo    // the file's row groups, in file order
 	// Min and Max bound the records' times (Exchange.TsUnixNs,
 	// Result.OrigTs) in ns since the Unix epoch, from row-group statistics;
 	// math.MinInt64/MaxInt64 when a file has no statistics.
@@ -42,7 +42,7 @@ type FileInfo struct {
 
 // RowGroupInfo is one row group's size and time bounds.
 type RowGroupInfo struct {
-	Rows     int64
+	Rows     int64 // rows in the row group
 	Min, Max int64 // ns since the Unix epoch, as in FileInfo
 }
 

@@ -10,33 +10,33 @@ import "time"
 // moved here must be mirrored there, in schema order;
 // TestShredMatchesReflection fails until it is.
 type Result struct {
-	RunID        string    `parquet:"run_id,dict"`
-	Shard        int32     `parquet:"shard"`
-	Recorder     string    `parquet:"recorder,dict"` // source exchange's recorder
-	Seq          int64     `parquet:"seq"`           // source exchange's seq
-	OrigTs       time.Time `parquet:"orig_ts,timestamp(microsecond)"`
-	Frame        time.Time `parquet:"frame,timestamp(microsecond)"` // original wall-clock start of the frame
-	ScheduledNs  int64     `parquet:"scheduled_ns"`                 // due time, offset from run start
-	SentUnixNs   int64     `parquet:"sent_unix_ns"`                 // request written, ns since the Unix epoch
-	LagNs        int64     `parquet:"lag_ns"`                       // sent − scheduled
-	Status       int32     `parquet:"status"`                       // 0 when no response
-	Error        string    `parquet:"error"`
-	TTFBNs       int64     `parquet:"ttfb_ns"`
-	TTFTNs       int64     `parquet:"ttft_ns"`
-	TTSTNs       int64     `parquet:"ttst_ns"`
-	E2ENs        int64     `parquet:"e2e_ns"`
-	E2ESchedNs   int64     `parquet:"e2e_sched_ns"`
-	Events       int32     `parquet:"events"`
-	OutputTokens int32     `parquet:"output_tokens"`
-	ITLUs        []int32   `parquet:"itl_us,list"`
-	BytesSent    int64     `parquet:"bytes_sent"`
-	BytesRecv    int64     `parquet:"bytes_received"`
-	BatchSize    int32     `parquet:"batch_size"`  // shadow's x-batch-size, -1 when absent
-	QueueDepth   int32     `parquet:"queue_depth"` // shadow's x-queue-depth, -1 when absent
-	Method       string    `parquet:"method,dict"`
-	Path         string    `parquet:"path,dict"`
-	Model        string    `parquet:"model,dict"`
-	PromptTokens int32     `parquet:"prompt_tokens"`
+	RunID        string    `parquet:"run_id,dict"`                    // id of the replay run
+	Shard        int32     `parquet:"shard"`                          // shard index (--shard i/n), 0 when unsharded
+	Recorder     string    `parquet:"recorder,dict"`                  // source exchange's recorder
+	Seq          int64     `parquet:"seq"`                            // source exchange's seq
+	OrigTs       time.Time `parquet:"orig_ts,timestamp(microsecond)"` // the source exchange's ts; orders and partitions result sets
+	Frame        time.Time `parquet:"frame,timestamp(microsecond)"`   // original wall-clock start of the frame
+	ScheduledNs  int64     `parquet:"scheduled_ns"`                   // due time, offset from run start
+	SentUnixNs   int64     `parquet:"sent_unix_ns"`                   // request written, ns since the Unix epoch
+	LagNs        int64     `parquet:"lag_ns"`                         // sent − scheduled
+	Status       int32     `parquet:"status"`                         // 0 when no response
+	Error        string    `parquet:"error"`                          // transport or protocol error; empty if none
+	TTFBNs       int64     `parquet:"ttfb_ns"`                        // first response byte − sent (ns)
+	TTFTNs       int64     `parquet:"ttft_ns"`                        // first token-bearing SSE event − sent (ns); 0 if none
+	TTSTNs       int64     `parquet:"ttst_ns"`                        // second token event − first (ns); 0 if fewer than two
+	E2ENs        int64     `parquet:"e2e_ns"`                         // last byte (non-stream) or last token event (stream) − sent (ns)
+	E2ESchedNs   int64     `parquet:"e2e_sched_ns"`                   // the same end − scheduled (ns): coordinated-omission-free latency
+	Events       int32     `parquet:"events"`                         // SSE events received
+	OutputTokens int32     `parquet:"output_tokens"`                  // output tokens: from usage, else counted token events
+	ITLUs        []int32   `parquet:"itl_us,list"`                    // inter-token latencies: gaps between token events (µs)
+	BytesSent    int64     `parquet:"bytes_sent"`                     // request bytes written
+	BytesRecv    int64     `parquet:"bytes_received"`                 // response bytes read
+	BatchSize    int32     `parquet:"batch_size"`                     // shadow's x-batch-size, -1 when absent
+	QueueDepth   int32     `parquet:"queue_depth"`                    // shadow's x-queue-depth, -1 when absent
+	Method       string    `parquet:"method,dict"`                    // request method
+	Path         string    `parquet:"path,dict"`                      // request path
+	Model        string    `parquet:"model,dict"`                     // model of the request
+	PromptTokens int32     `parquet:"prompt_tokens"`                  // prompt tokens of the source exchange
 	// SessionDelayNs (added in a later result/1 version) is how much later
 	// than its recorded schedule a session turn became due because it
 	// waited for its predecessor's answer on the shadow (replay

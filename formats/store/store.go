@@ -31,9 +31,9 @@ var ErrUnsupported = errors.New("unsupported storage URL")
 
 // Object describes one stored object.
 type Object struct {
-	Key      string // full key inside the bucket, '/'-separated
-	Size     int64
-	Modified time.Time
+	Key      string    // full key inside the bucket, '/'-separated
+	Size     int64     // bytes
+	Modified time.Time // last modification time, as the backend reports it
 }
 
 // File is an open object read by byte ranges: only the ranges asked for

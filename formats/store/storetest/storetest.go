@@ -33,8 +33,8 @@ const Install = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
 // S3 is a running versitygw.
 type S3 struct {
 	Endpoint  string // host:port of the S3 API (plain HTTP)
-	AccessKey string
-	SecretKey string
+	AccessKey string // access key of the test credentials
+	SecretKey string // secret key of the test credentials
 	Root      string // the posix backend's directory: one subdirectory per bucket
 
 	relay *relay // set by Throttle
