@@ -55,6 +55,14 @@ func readDamaged(t *testing.T, data []byte) (int, error) {
 
 func TestDamagedFiles(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		// A flipped footer byte can make parquet-go build a byte array from
+		// a nil pointer. The reader recovers that panic into ErrBadFile, but
+		// under the race detector unsafe.Slice's check runs inside the
+		// runtime and throws instead. This test (and FuzzDamagedParquet)
+		// runs without -race in CI; the race step is for concurrency.
+		t.Skip("damaged-file reading is checked without -race (checkptr makes a recovered parquet-go panic fatal)")
+	}
 	good := validFile(t)
 	if n, err := readDamaged(t, good); err != nil || n != 3 {
 		t.Fatalf("valid file: %d rows, %v", n, err)
