@@ -11,25 +11,25 @@ import (
 
 // Series is one line (or set of bars) of a chart.
 type Series struct {
-	Name  string
+	Name  string    // legend label; empty leaves the series out of the legend
 	X, Y  []float64 // same length; NaN Y leaves a gap
-	Color string
-	Dash  bool // dashed line
-	Right bool // plotted against the right axis
-	Bars  bool // bars from X[i] to X[i+1] (len(X) = len(Y)+1)
+	Color string    // SVG stroke/fill colour, e.g. "#0072B2"
+	Dash  bool      // dashed line
+	Right bool      // plotted against the right axis
+	Bars  bool      // bars from X[i] to X[i+1] (len(X) = len(Y)+1)
 }
 
 // Chart is an SVG line/bar chart with an optional right axis.
 type Chart struct {
-	Title         string
-	Width, Height int
-	XKind         axisKind // xTime (Unix seconds), xLog (ns, log scale) or xLinear
-	YFmt, Y2Fmt   func(float64) string
-	YLabel, Y2Lab string
-	Y2Max         float64 // fixed right-axis maximum (0: from data)
-	Series        []Series
-	Bands         []Band  // shaded x ranges drawn behind the series
-	XLo, XHi      float64 // fixed x range (both 0: from the data)
+	Title         string               // drawn above the chart and used as its aria-label
+	Width, Height int                  // SVG size in pixels
+	XKind         axisKind             // xTime (Unix seconds), xLog (ns, log scale) or xLinear
+	YFmt, Y2Fmt   func(float64) string // tick label formats of the left and right axes (nil: plain numbers)
+	YLabel, Y2Lab string               // axis titles, left and right (the right one only with a right-axis series)
+	Y2Max         float64              // fixed right-axis maximum (0: from data)
+	Series        []Series             // the lines and bars to draw
+	Bands         []Band               // shaded x ranges drawn behind the series
+	XLo, XHi      float64              // fixed x range (both 0: from the data)
 }
 
 // Band shades the x range [X0, X1] (frames that stand out).
@@ -314,21 +314,21 @@ func fmtPct(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
 
 // Strip is a row of coloured cells, one per frame: the SLO window strip.
 type Strip struct {
-	Title string
-	Width int
-	Rows  []StripRow
+	Title string     // drawn above the strip and used as its aria-label
+	Width int        // SVG width in pixels
+	Rows  []StripRow // one per run, top to bottom
 }
 
 // StripRow is one run's frames.
 type StripRow struct {
-	Name  string
-	Cells []StripCell
+	Name  string      // label left of the row
+	Cells []StripCell // one per frame, left to right
 }
 
 // StripCell is one frame: State "ok", "miss" or "" (not judged).
 type StripCell struct {
-	State string
-	Tip   string
+	State string // "ok", "miss" or "" (not judged)
+	Tip   string // tooltip text
 }
 
 // SVG renders the strip.
