@@ -167,9 +167,9 @@ var detectors = []detector{
 
 // Finding is one detected value.
 type Finding struct {
-	Type  string
-	Value string
-	Token string
+	Type  string // detector entity type (Entity* names)
+	Value string // the value as found in the text
+	Token string // what replaced it
 }
 
 // needsScan is the cheap pre-filter: only text with an '@', two colons,

@@ -10,9 +10,9 @@ import (
 type Explanation struct {
 	Field  string // path like "messages[1].content"; "$" for the root, " (key)" for an object key
 	Action string // keep, detect, synthetic, text
-	Why    string
-	Before string
-	After  string
+	Why    string // why the action applies, e.g. "not allow-listed: synthetic text keyed by the field's value"
+	Before string // the field's text before redaction
+	After  string // the field's text after redaction
 }
 
 // Explain redacts a request body (response when response is true) the way

@@ -83,8 +83,8 @@ type Policy struct {
 // TopicRule labels an exchange Name when any of Keywords (case-insensitive
 // substrings) occurs in the prompt.
 type TopicRule struct {
-	Name     string   `json:"name" yaml:"name"`
-	Keywords []string `json:"keywords" yaml:"keywords"`
+	Name     string   `json:"name" yaml:"name"`         // the topic label
+	Keywords []string `json:"keywords" yaml:"keywords"` // case-insensitive substrings of the prompt
 }
 
 // DefaultPolicy returns the built-in policy: safe for OpenAI- and

@@ -202,8 +202,8 @@ func ShardedRunID(o Options, dataset []string, speeds []float64) string {
 // Run is one measurement found in a results location: the files of one run
 // id at one speed.
 type Run struct {
-	RunID  string
-	Speed  string
+	RunID  string            // the run's id (run_id metadata)
+	Speed  string            // the result set's speed as written (speed metadata); empty when not recorded
 	Shards []string          // shard strings of the files, sorted, unique
 	Dirs   []string          // directories holding its files, sorted, unique
 	Files  int               // result files

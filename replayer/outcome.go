@@ -26,9 +26,9 @@ const DefaultMaxErrorRate = 0.05
 
 // NotMeasuredError says why a run is not a measurement.
 type NotMeasuredError struct {
-	Requests, OK, Failed int64
-	ErrorRate            float64 // Failed ÷ Requests
-	MaxErrorRate         float64
+	Requests, OK, Failed int64            // requests in the summary, of which OK succeeded and Failed did not
+	ErrorRate            float64          // Failed ÷ Requests
+	MaxErrorRate         float64          // the threshold ErrorRate was held to
 	Causes               []analysis.Cause // the top causes, most frequent first
 }
 

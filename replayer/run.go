@@ -183,16 +183,16 @@ func (p *Plan) RunID() string { return p.opts.RunID }
 
 // Report is the outcome of one run.
 type Report struct {
-	RunID     string
-	Shard     Shard
-	Speed     float64
-	Sent      int64         // requests sent
-	Skipped   int64         // exchanges not sent (truncated bodies): no row
-	HeldBack  int64         // requests that waited for a --max-inflight slot
-	StartLate time.Duration // how late this process reached --start-at (its first requests' lag shows it)
-	Stopped   bool          // step mode ended early
-	Client    ClientLoad    // how busy the replayer itself was
-	Summary   *analysis.Summary
+	RunID     string            // the run's id, as written in every row
+	Shard     Shard             // the shard this process replayed
+	Speed     float64           // time compression the window was replayed at (1 = recorded pace)
+	Sent      int64             // requests sent
+	Skipped   int64             // exchanges not sent (truncated bodies): no row
+	HeldBack  int64             // requests that waited for a --max-inflight slot
+	StartLate time.Duration     // how late this process reached --start-at (its first requests' lag shows it)
+	Stopped   bool              // step mode ended early
+	Client    ClientLoad        // how busy the replayer itself was
+	Summary   *analysis.Summary // the run's metrics
 }
 
 // ClientLoad is how busy the replayer was during a run: when its own
@@ -568,7 +568,7 @@ func (p *Plan) warm(ctx context.Context, c *client, rb *requestBuilder) {
 
 // SweepReport is the outcome of a speed sweep.
 type SweepReport struct {
-	Runs []*Report
+	Runs []*Report // one per speed run, in the order run
 	// Best is the highest speed whose run met the SLO; 0 when none did.
 	Best float64
 }

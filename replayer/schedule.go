@@ -149,8 +149,8 @@ type FrameRange struct{ From, To FrameRef }
 
 // FrameRef names a frame by index or by a time inside it.
 type FrameRef struct {
-	Set   bool
-	Index int
+	Set   bool      // the end is given; false leaves it open
+	Index int       // frame index, from 0 (used when Time is zero)
 	Time  time.Time // used when non-zero
 }
 

@@ -121,21 +121,21 @@ func (o Options) withDefaults() Options {
 
 // Stats counts what a Scraper did.
 type Stats struct {
-	Targets     []TargetStats `json:"targets"`
-	Written     int64         `json:"written"`      // samples the sink accepted
-	Dropped     int64         `json:"dropped"`      // samples dropped: the sink fell behind (queue full)
-	WriteErrors int64         `json:"write_errors"` // samples the sink refused
-	LastWrite   string        `json:"last_write_error,omitempty"`
+	Targets     []TargetStats `json:"targets"`                    // one per distinct endpoint, in Options.Targets order
+	Written     int64         `json:"written"`                    // samples the sink accepted
+	Dropped     int64         `json:"dropped"`                    // samples dropped: the sink fell behind (queue full)
+	WriteErrors int64         `json:"write_errors"`               // samples the sink refused
+	LastWrite   string        `json:"last_write_error,omitempty"` // the sink's last error; empty when none
 }
 
 // TargetStats counts one endpoint's scrapes.
 type TargetStats struct {
-	URL       string           `json:"url"`
-	Scrapes   int64            `json:"scrapes"` // attempted
-	OK        int64            `json:"ok"`
-	Samples   int64            `json:"samples"`  // samples taken from successful scrapes
-	Failures  map[string]int64 `json:"failures"` // by reason (Reason* constants)
-	LastError string           `json:"last_error,omitempty"`
+	URL       string           `json:"url"`                  // the endpoint's URL, user info removed
+	Scrapes   int64            `json:"scrapes"`              // attempted
+	OK        int64            `json:"ok"`                   // successful scrapes
+	Samples   int64            `json:"samples"`              // samples taken from successful scrapes
+	Failures  map[string]int64 `json:"failures"`             // by reason (Reason* constants)
+	LastError string           `json:"last_error,omitempty"` // the last failure's message; empty when none
 }
 
 // Failed is the number of failed or missed scrapes over all endpoints.

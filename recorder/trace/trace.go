@@ -54,8 +54,8 @@ var ErrFormat = errors.New("bad trace")
 
 // RowError reports a trace row that could not be read.
 type RowError struct {
-	Line int // 1-based line of the row in the file
-	Err  error
+	Line int   // 1-based line of the row in the file
+	Err  error // what was wrong with the row
 }
 
 func (e *RowError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }

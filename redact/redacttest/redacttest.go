@@ -206,7 +206,7 @@ func Glued(e Entity) []string {
 
 // Leak is an original value found in output.
 type Leak struct {
-	Type, Value, Needle, Where string
+	Type, Value, Needle, Where string // the corpus entity's type and value, the needle found, and where (Find's where)
 }
 
 // Find reports every corpus needle present in data; where names data.

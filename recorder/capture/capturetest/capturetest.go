@@ -29,8 +29,8 @@ const (
 
 // Packet is one IP packet (no link-layer header) and the time it was seen.
 type Packet struct {
-	Time time.Time
-	IP   []byte
+	Time time.Time // when the packet was seen
+	IP   []byte    // the packet, from its IP header on
 	// FromClient is true for client-to-server packets.
 	FromClient bool
 }
@@ -39,8 +39,8 @@ type Packet struct {
 // Sequence numbers advance with every payload byte sent, so dropping a
 // packet leaves a real gap and duplicating one is a real retransmission.
 type Conn struct {
-	Client, Server netip.AddrPort
-	MSS            int // payload bytes per segment (default 1448)
+	Client, Server netip.AddrPort // the connection's two endpoints
+	MSS            int            // payload bytes per segment (default 1448)
 	cseq, sseq     uint32
 }
 
