@@ -68,7 +68,7 @@ type Summary struct {
 	MeanBatchSize  float64 `json:"mean_batch_size"`    // 0 when not reported
 	MeanQueueDepth float64 `json:"mean_queue_depth"`   // 0 when not reported
 
-	Frames        []Frame `json:"frames"`         // per-frame table in time order, empty frames between filled in
+	Frames        []Frame `json:"frames"`         // per-frame table in time order, with the empty frames between (unless too sparse)
 	Routes        []Group `json:"routes"`         // breakdown by method and path, most requests first
 	Models        []Group `json:"models"`         // breakdown by model, most requests first
 	PromptBuckets []Group `json:"prompt_buckets"` // breakdown by prompt-length bucket (Options.LengthBuckets), most requests first
