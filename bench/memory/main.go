@@ -122,6 +122,24 @@ func (f *genFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 }
 
+// parseGenerator parses a generator's flags: the traffic and -out.
+func parseGenerator(name string, args []string) (genFlags, string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var f genFlags
+	f.register(fs)
+	out := fs.String("out", "", name+" directory (required)")
+	if err := fs.Parse(args); err != nil {
+		return f, "", err
+	}
+	if err := f.check(); err != nil {
+		return f, "", err
+	}
+	if *out == "" {
+		return f, "", fmt.Errorf("want -out DIR")
+	}
+	return f, *out, nil
+}
+
 func (f *genFlags) check() error {
 	if f.n < 1 || f.rate <= 0 {
 		return fmt.Errorf("want -n ≥ 1 and -rate > 0")
@@ -174,20 +192,11 @@ func accessLog(args []string, stdout io.Writer) error {
 // dataset writes streaming chat exchanges (TTFT, event gaps, prompt and
 // output tokens) straight through the formats writer.
 func dataset(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dataset", flag.ContinueOnError)
-	var f genFlags
-	f.register(fs)
-	out := fs.String("out", "", "dataset directory (required)")
-	if err := fs.Parse(args); err != nil {
+	f, out, err := parseGenerator("dataset", args)
+	if err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	if *out == "" {
-		return fmt.Errorf("want -out DIR")
-	}
-	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{Dir: *out, Recorder: "bench", Source: "bench/memory", NoSpool: true})
+	w, err := formats.NewWriter[formats.Exchange](ctx, formats.WriterOptions{Dir: out, Recorder: "bench", Source: "bench/memory", NoSpool: true})
 	if err != nil {
 		return fmt.Errorf("open dataset: %w", err)
 	}
@@ -220,20 +229,11 @@ func dataset(ctx context.Context, args []string) error {
 // write (sent 0.2–1.2 ms late), for `reel report` at lengths a replay on
 // this machine would take hours to reach.
 func results(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("results", flag.ContinueOnError)
-	var f genFlags
-	f.register(fs)
-	out := fs.String("out", "", "results directory (required)")
-	if err := fs.Parse(args); err != nil {
+	f, out, err := parseGenerator("results", args)
+	if err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	if *out == "" {
-		return fmt.Errorf("want -out DIR")
-	}
-	w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{Dir: *out, Recorder: "bench", Source: "replay:bench", NoSpool: true})
+	w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{Dir: out, Recorder: "bench", Source: "replay:bench", NoSpool: true})
 	if err != nil {
 		return fmt.Errorf("open results: %w", err)
 	}

@@ -391,10 +391,7 @@ func (o *response) start(batch, queue int) {
 	if !o.j.stream {
 		return
 	}
-	h := o.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	o.w.WriteHeader(http.StatusOK)
+	openEventStream(o.w)
 	if o.j.chat {
 		o.chunk(`{"role":"assistant","content":""}`, "null")
 	}

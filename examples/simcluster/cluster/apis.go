@@ -34,6 +34,14 @@ func setEngineHeaders(h http.Header, id string, batch, queue int) {
 	h.Set("x-queue-depth", strconv.Itoa(queue))
 }
 
+// openEventStream answers 200 with an event stream's headers.
+func openEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+}
+
 func (c *Cluster) newResponder(w http.ResponseWriter, j *job, id uint64) responder {
 	switch j.api {
 	case apiResponses:
@@ -218,10 +226,7 @@ func (o *eventResponse) start(batch, queue int) {
 	if !o.j.stream {
 		return
 	}
-	h := o.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	o.w.WriteHeader(http.StatusOK)
+	openEventStream(o.w)
 	o.shape.open(o)
 	o.flush()
 }
