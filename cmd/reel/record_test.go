@@ -44,24 +44,6 @@ func freeAddr(t *testing.T) string {
 
 // startRecorder runs `reel record args...` in a child process and waits
 // until its proxy answers.
-// stopRecorder sends a recorder child SIGTERM and fails the test unless it
-// exits cleanly within limit.
-func stopRecorder(t *testing.T, child *exec.Cmd, limit time.Duration) {
-	t.Helper()
-	child.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("recorder exited with %v", err)
-		}
-	case <-time.After(limit):
-		child.Process.Kill()
-		t.Fatalf("recorder did not exit within %v of SIGTERM", limit)
-	}
-}
-
 func startRecorder(t *testing.T, listen string, args []string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRecordChild$")
@@ -136,7 +118,18 @@ func TestRecordKill(t *testing.T) {
 
 	// Restart: the new recorder recovers the spool; then stop it cleanly.
 	child = startRecorder(t, listen, args)
-	stopRecorder(t, child, 30*time.Second)
+	child.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("restarted recorder exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		child.Process.Kill()
+		t.Fatal("restarted recorder did not exit within 30 s of SIGTERM")
+	}
 
 	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,7 +103,18 @@ func TestRecordToS3Kill(t *testing.T) {
 	// recovers the spool and uploads what the killed one left.
 	setEnv(t, direct)
 	child = startRecorder(t, listen, args)
-	stopRecorder(t, child, 60*time.Second)
+	child.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("restarted recorder exited with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		child.Process.Kill()
+		t.Fatal("restarted recorder did not exit within 60 s of SIGTERM")
+	}
 	filepath.WalkDir(spool, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
 			t.Errorf("%s left in the spool directory after a clean stop", p)
