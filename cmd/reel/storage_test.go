@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -180,9 +181,9 @@ func TestRecordToS3Kill(t *testing.T) {
 	if sum.Rows != int64(len(seen)) {
 		t.Errorf("inspect says %d rows, the reader read %d", sum.Rows, len(seen))
 	}
-	var hits int
+	var hits atomic.Int64 // handlers run concurrently
 	shadow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits++
+		hits.Add(1)
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"usage":{"completion_tokens":1}}`))
@@ -211,7 +212,7 @@ func TestRecordToS3Kill(t *testing.T) {
 		}
 		rows++
 	}
-	if rows != len(seen) || hits != len(seen) {
-		t.Errorf("replay: %d result rows and %d requests, want %d", rows, hits, len(seen))
+	if rows != len(seen) || int(hits.Load()) != len(seen) {
+		t.Errorf("replay: %d result rows and %d requests, want %d", rows, hits.Load(), len(seen))
 	}
 }
