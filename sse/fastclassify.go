@@ -304,10 +304,16 @@ func (w *walker) next(closing byte) (done, ok bool) {
 	return false, false
 }
 
-// object walks an object, calling field with the index of each key (keyOther
-// for irrelevant ones) positioned before its value; field must consume it.
-// seen guards against duplicate relevant keys (one bit per key index).
+// object walks an object, calling field with the index of each key in
+// keyNames (keyOther for irrelevant ones) positioned before its value; field
+// must consume it. seen guards against duplicate relevant keys (one bit per
+// key index).
 func (w *walker) object(field func(k int) bool, seen *uint32) bool {
+	return w.objectOf(keyNames[:], field, seen)
+}
+
+// objectOf is object with the relevant keys named by names (at most 32).
+func (w *walker) objectOf(names []string, field func(k int) bool, seen *uint32) bool {
 	if empty, ok := w.open('{', '}'); empty || !ok {
 		return ok
 	}
@@ -323,7 +329,7 @@ func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 		}
 		w.i++
 		k := keyOther
-		for i, name := range keyNames {
+		for i, name := range names {
 			if len(name) == len(key) && bytes.EqualFold(key, []byte(name)) {
 				if string(key) != name {
 					return false // encoding/json matches keys case-insensitively
@@ -349,11 +355,15 @@ func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 }
 
 func (w *walker) objectOrNull(field func(k int) bool, seen *uint32) bool {
+	return w.objectOrNullOf(keyNames[:], field, seen)
+}
+
+func (w *walker) objectOrNullOf(names []string, field func(k int) bool, seen *uint32) bool {
 	w.ws()
 	if w.literal("null") {
 		return true
 	}
-	return w.object(field, seen)
+	return w.objectOf(names, field, seen)
 }
 
 // array walks an array (or null) of elements, each consumed by elem.
