@@ -31,7 +31,7 @@ type Delta struct {
 func ChatDelta(data []byte) (d Delta, ok bool) {
 	w := walker{b: data}
 	var seen uint32
-	ok = w.objectOf(chunkKeys[:], func(k int) bool {
+	ok = w.objectOf(&chunkKeys, func(k int) bool {
 		switch k {
 		case chunkChoices:
 			return w.array(func() bool { return w.chatChoice(&d) })
@@ -72,9 +72,9 @@ const (
 )
 
 var (
-	chunkKeys  = [...]string{"choices", "type", "index", "delta", "content_block"}
-	choiceKeys = [...]string{"index", "delta", "finish_reason"}
-	deltaKeys  = [...]string{"content", "tool_calls"}
+	chunkKeys  = newKeyTable([]string{"choices", "type", "index", "delta", "content_block"})
+	choiceKeys = newKeyTable([]string{"index", "delta", "finish_reason"})
+	deltaKeys  = newKeyTable([]string{"content", "tool_calls"})
 )
 
 // chatChoice reads one element of choices into d when its index is 0.
@@ -85,13 +85,13 @@ func (w *walker) chatChoice(d *Delta) bool {
 		content  []byte // the raw JSON string, quotes included; nil when absent or null
 		finished bool
 	)
-	ok := w.objectOrNullOf(choiceKeys[:], func(k int) bool {
+	ok := w.objectOrNullOf(&choiceKeys, func(k int) bool {
 		switch k {
 		case choiceIndex:
 			return w.int(&index)
 		case choiceDelta:
 			var dseen uint32
-			return w.objectOrNullOf(deltaKeys[:], func(k int) bool {
+			return w.objectOrNullOf(&deltaKeys, func(k int) bool {
 				switch k {
 				case deltaContent:
 					return w.stringOrNull(&content)
