@@ -91,7 +91,7 @@ func TestS3Dataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hive := regexp.MustCompile(`^s3://traffic/gw1/dt=2025-03-14/hour=(09|10)/gw1-[0-9TZ]+-[0-9]+\.parquet$`)
+	hive := regexp.MustCompile(`^s3://traffic/gw1/dt=2025-03-14/hour=(09|10)/gw1-[0-9TZ.]+-[0-9]+\.parquet$`)
 	for _, f := range files {
 		if !hive.MatchString(f) {
 			t.Errorf("listed %s: not the Hive layout under the URL", f)
@@ -218,5 +218,35 @@ func TestUnsupportedURL(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		t.Errorf("left %s in the working directory", e.Name())
+	}
+}
+
+// TestS3RestartSameInstant: a recorder restarted within the same
+// millisecond as its predecessor (here: a clock that stands still, then
+// steps back) names its files apart from the ones already uploaded, so no
+// upload overwrites another.
+func TestS3RestartSameInstant(t *testing.T) {
+	s := storetest.Start(t)
+	s.Register(t)
+	url := s.Bucket(t, "restart") + "/gw"
+	spool := t.TempDir()
+	recs := exchangesOver(600, 3*time.Minute)
+	start := time.Date(2025, 3, 14, 10, 30, 0, 0, time.UTC)
+	for i, now := range []time.Time{start, start, start.Add(-time.Minute)} {
+		part := recs[i*200 : (i+1)*200]
+		st := writeAll(t, WriterOptions{Dir: url, SpoolDir: spool, Recorder: "gw", Now: func() time.Time { return now }}, part)
+		if st.Uploaded != st.FilesClosed || st.FilesClosed == 0 {
+			t.Fatalf("writer %d: stats %+v, want every file uploaded", i, st)
+		}
+	}
+	files, err := ListFiles([]string{url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Errorf("bucket holds %v, want one file per writer", files)
+	}
+	if got := readAll[Exchange](t, []string{url}, ReaderOptions{}); len(got) != len(recs) {
+		t.Fatalf("read %d records back, the three writers wrote %d: an upload overwrote another", len(got), len(recs))
 	}
 }
