@@ -277,6 +277,15 @@ func TestGoldenSynthesis(t *testing.T) {
 	}
 	fmt.Fprintf(&out, "\n== response.sse\n%s", b.Data)
 	fmt.Fprintf(&out, "\n== field\n%s\n", r.SynthesizeString("Jane Doe, 12 Baker Street"))
+	// Every script class, escapes, controls, camelCase, acronyms, long
+	// runs, astral and other-script letters, and (as text) invalid UTF-8.
+	scripts := `{"messages":[{"role":"user","content":"Привет мир, Καλημέρα κόσμε! ひらがな カタカナー・テスト 한국어 텍스트 naïve café ÀÉÎ Straße iPhoneX McDonald's API JSON HTTPServer supercalifragilisticexpialidocious antidisestablishmentarianism 3.14 +1-555-0100 ١٢٣ ٤٥ \"quoted\" back\\slash \ttab\nnewline \u0001ctrl \ud840\udc00 㐀 𠀁 עברית العربية हिन्दी ไทย 人工智能模型的训练数据 鑫淼焱"}]}`
+	b, err = r.RedactRequestBody("application/json", "", []byte(scripts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "\n== scripts.json\n%s\nprefix_hashes: %v\n", b.Data, b.PrefixHashes)
+	fmt.Fprintf(&out, "\n== invalid.txt\n%q\n", r.RedactText([]byte("bad \xff\xfe bytes a\xe4b c\xe4\xb8 done \xf0\x9f")))
 
 	golden := filepath.Join("testdata", "golden", strings.ReplaceAll(Scheme, "/", "")+".txt")
 	if *update {
