@@ -137,6 +137,19 @@ func load64(p []byte) uint64 {
 	return 0
 }
 
+// writeShort writes the n ≤ 8 bytes held little-endian in v (the bytes
+// above them zero).
+func (s *sipState) writeShort(v uint64, n int) {
+	fill := uint(s.n & 7)
+	s.n += uint64(n)
+	t := s.tail | v<<(8*fill)
+	if fill+uint(n) >= 8 {
+		s.compress(t)
+		t = v >> (8 * (8 - fill)) // 0 when fill is 0
+	}
+	s.tail = t
+}
+
 func (s *sipState) writeByte(c byte) {
 	fill := s.n & 7
 	s.tail |= uint64(c) << (8 * fill)
@@ -259,7 +272,12 @@ func (s *synthesizer) cutAt(i int) {
 // draw absorbs the text up to end (the end of a word) and returns a
 // generator seeded with the digest of everything so far.
 func (s *synthesizer) draw(end int) rng {
-	s.c.st.write(s.src[s.done:end])
+	if n := end - s.done; n <= 8 && len(s.src)-s.done >= 8 {
+		// A word and the bytes before it, most often: one load, no loop.
+		s.c.st.writeShort(binary.LittleEndian.Uint64(s.src[s.done:])&(1<<(8*n)-1), n)
+	} else {
+		s.c.st.write(s.src[s.done:end])
+	}
 	s.c.sinceCut += end - s.done
 	s.done = end
 	return rng{s: s.c.st.sum()}
