@@ -3,6 +3,8 @@ package analysis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +33,10 @@ func TestExchangeColumnsCoverAnalysis(t *testing.T) {
 		}
 		x.ReqBody, x.RespBody = []byte(`{"messages":[]}`), []byte("data: {}\n\n")
 		x.ReqHeaders = map[string]string{"content-type": "application/json"}
+		if i%3 != 0 { // sessions: chains of turns, some recorded ids
+			x.TurnKey, x.ParentTurnKey = int64(i+1), int64(i-i%3)
+			x.Session = fmt.Sprint("s", i/3)
+		}
 	}
 	dir := t.TempDir()
 	analysistest.WriteDataset(t, dir, xs)
@@ -42,10 +48,10 @@ func TestExchangeColumnsCoverAnalysis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	analyse := func(columns []string, opt Options) string {
+	analyse := func(columns []string, opt Options, rowPath bool) string {
 		t.Helper()
 		a := New(opt)
-		if _, err := a.AddDataset(context.Background(), []string{dir}, formats.ReaderOptions{Columns: columns}); err != nil {
+		if _, err := a.AddDataset(context.Background(), []string{dir}, formats.ReaderOptions{Columns: columns, RowPath: rowPath}); err != nil {
 			t.Fatal(err)
 		}
 		out, err := json.Marshal(struct {
@@ -57,13 +63,30 @@ func TestExchangeColumnsCoverAnalysis(t *testing.T) {
 		}
 		return string(out)
 	}
+	for _, mode := range []SessionMode{SessionsInferred, SessionsRecorded} {
+		sessions := func(rowPath bool) string {
+			st, err := SessionStatsOf(context.Background(), []string{dir}, formats.ReaderOptions{RowPath: rowPath}, mode, LinkerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := json.Marshal(st)
+			return string(out)
+		}
+		if got, want := sessions(false), sessions(true); got != want || !strings.Contains(got, `"sessions":`) || strings.Contains(got, `"sessions":0`) {
+			t.Fatalf("sessions (%v) through the columnar path:\n got  %s\n want %s", mode, got, want)
+		}
+	}
 	for name, opt := range map[string]Options{
 		"default":  {Frame: 5 * time.Second, SLO: slo},
 		"filtered": {Frame: 5 * time.Second, SLO: slo, Filter: Filter{MaxPromptTokens: 1999, Models: []string{"llama-3-8b", "mistral-7b"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got, want := analyse(nil, opt), analyse(every, opt); got != want {
-				t.Fatalf("reading exchangeColumns changed the analysis:\n got  %.600s\n want %.600s", got, want)
+			want := analyse(every, opt, false) // maps and bodies: parquet-go's row path
+			if got := analyse(nil, opt, false); got != want {
+				t.Fatalf("reading exchangeColumns (the columnar path) changed the analysis:\n got  %.600s\n want %.600s", got, want)
+			}
+			if got := analyse(nil, opt, true); got != want {
+				t.Fatalf("reading exchangeColumns through the row path changed the analysis:\n got  %.600s\n want %.600s", got, want)
 			}
 		})
 	}

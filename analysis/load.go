@@ -76,7 +76,7 @@ func addAll[T formats.Record](ctx context.Context, paths []string, opt formats.R
 				return n, err
 			}
 		}
-		rec, err := r.Next()
+		rec, err := r.Scan() // add keeps nothing of the record itself
 		if errors.Is(err, io.EOF) {
 			return n, nil
 		}

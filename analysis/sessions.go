@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"iter"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +71,7 @@ func (m SessionMode) String() string {
 const (
 	DefaultSessionIdle = 30 * time.Minute
 	DefaultMaxTurns    = 1 << 20
+	DefaultMaxSessions = 1 << 18
 )
 
 // LinkerOptions bound a Linker's memory. The zero value works.
@@ -79,6 +83,12 @@ type LinkerOptions struct {
 	// beyond it the oldest are forgotten first. Default DefaultMaxTurns
 	// (about 100 MiB at most).
 	MaxTurns int
+	// MaxSessions bounds the sessions tracked at once: recorded sessions
+	// in the linker, multi-turn sessions being counted by a
+	// SessionCounter. Beyond it the longest idle are forgotten (counted in
+	// Linker.Forgotten, SessionStats.Truncated). Default DefaultMaxSessions
+	// (a few tens of MiB at most).
+	MaxSessions int
 }
 
 // Link is what a Linker says about one exchange.
@@ -103,6 +113,10 @@ type Link struct {
 	// Linker.Link): the caller's name for the whole session, such as the
 	// key that keeps a session in one replay shard.
 	Tag string
+	// FirstStart and FirstEnd are the session's first turn's start and
+	// end (ns), so a caller need not keep sessions of one turn to learn
+	// them when a second arrives.
+	FirstStart, FirstEnd int64
 }
 
 // LinkColumns are the exchange/1 columns a Linker reads.
@@ -127,6 +141,8 @@ type Linker struct {
 	// SessionsRecorded: per-session state.
 	sessions map[string]*recordedSession
 	sinceGC  int
+
+	forgotten int64
 }
 
 // turnNode is a turn that later ones may continue.
@@ -138,8 +154,9 @@ type turnNode struct {
 	turn       int
 	recSession string
 	client     string
-	tag        string // the session's first turn's tag
-	gone       bool   // evicted
+	tag        string   // the session's first turn's tag
+	first      [2]int64 // the session's first turn's start and end
+	gone       bool     // evicted
 }
 
 // recordedSession is a recorded session's bounded state: the turns not yet
@@ -151,6 +168,7 @@ type recordedSession struct {
 	open     []turnSpan // turns whose end is after frontier
 	lastEnd  int64
 	tag      string
+	first    [2]int64 // first turn's start and end
 }
 
 type turnSpan struct{ ord, start, end int64 }
@@ -167,11 +185,20 @@ func NewLinker(mode SessionMode, opts LinkerOptions) *Linker {
 	if opts.MaxTurns <= 0 {
 		opts.MaxTurns = DefaultMaxTurns
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	return &Linker{mode: mode, opts: opts, byKey: map[int64][]*turnNode{}, sessions: map[string]*recordedSession{}}
 }
 
 // Mode reports the linker's mode.
 func (l *Linker) Mode() SessionMode { return l.mode }
+
+// Forgotten counts the turns (SessionsInferred) or sessions
+// (SessionsRecorded) forgotten before they were idle for LinkerOptions.Idle,
+// because LinkerOptions.MaxTurns or MaxSessions was reached: a later turn
+// continuing one of them starts a new session.
+func (l *Linker) Forgotten() int64 { return l.forgotten }
 
 // Link places x (the ord-th exchange fed, in time order; ords increase) in
 // its session. tag is returned as Link.Tag for x when it starts a session,
@@ -199,13 +226,16 @@ func (l *Linker) linkInferred(ord int64, tag string, x *formats.Exchange) Link {
 	}
 	if parent != nil {
 		lk.Session, lk.Turn, lk.Tag = parent.session, parent.turn+1, parent.tag
+		lk.FirstStart, lk.FirstEnd = parent.first[0], parent.first[1]
 		lk.Deps = []int64{parent.ord}
 		lk.ThinkNs = max(x.TsUnixNs-parent.end, 0)
 	} else {
 		lk.Session, lk.Tag = uint64(ord)+1, tag
+		lk.FirstStart, lk.FirstEnd = x.TsUnixNs, endOf(x)
 	}
 	if x.TurnKey != 0 {
-		n := &turnNode{ord: ord, key: x.TurnKey, start: x.TsUnixNs, end: endOf(x), session: lk.Session, turn: lk.Turn, recSession: x.Session, client: x.Client, tag: lk.Tag}
+		n := &turnNode{ord: ord, key: x.TurnKey, start: x.TsUnixNs, end: endOf(x), session: lk.Session, turn: lk.Turn, recSession: x.Session, client: x.Client, tag: lk.Tag,
+			first: [2]int64{lk.FirstStart, lk.FirstEnd}}
 		l.byKey[n.key] = append(l.byKey[n.key], n)
 		l.fifo = append(l.fifo, n)
 		l.evict()
@@ -258,8 +288,12 @@ func (l *Linker) choose(x *formats.Exchange, cands []*turnNode) (*turnNode, bool
 func (l *Linker) evict() {
 	for l.head < len(l.fifo) {
 		n := l.fifo[l.head]
-		if len(l.fifo)-l.head <= l.opts.MaxTurns && n.end >= l.now-int64(l.opts.Idle) {
+		idle := n.end < l.now-int64(l.opts.Idle)
+		if len(l.fifo)-l.head <= l.opts.MaxTurns && !idle {
 			break
+		}
+		if !idle {
+			l.forgotten++
 		}
 		n.gone = true
 		l.fifo[l.head] = nil
@@ -283,17 +317,13 @@ func (l *Linker) linkRecorded(ord int64, tag string, x *formats.Exchange) Link {
 		return Link{Tag: tag}
 	}
 	l.sinceGC++
-	if l.sinceGC >= 4096 {
+	if l.sinceGC >= 4096 || len(l.sessions) >= l.opts.MaxSessions {
 		l.sinceGC = 0
-		for k, s := range l.sessions {
-			if s.lastEnd < l.now-int64(l.opts.Idle) {
-				delete(l.sessions, k)
-			}
-		}
+		l.forgetSessions()
 	}
 	s := l.sessions[x.Session]
 	if s == nil || s.lastEnd < x.TsUnixNs-int64(l.opts.Idle) {
-		s = &recordedSession{id: sessionID(x.Session), frontier: -1 << 62, tag: tag}
+		s = &recordedSession{id: sessionID(x.Session), frontier: -1 << 62, tag: tag, first: [2]int64{x.TsUnixNs, endOf(x)}}
 		l.sessions[x.Session] = s
 	}
 	start := x.TsUnixNs
@@ -306,7 +336,7 @@ func (l *Linker) linkRecorded(ord int64, tag string, x *formats.Exchange) Link {
 			s.frontier = max(s.frontier, t.start)
 		}
 	}
-	lk := Link{Session: s.id, Turn: s.turns, Tag: s.tag}
+	lk := Link{Session: s.id, Turn: s.turns, Tag: s.tag, FirstStart: s.first[0], FirstEnd: s.first[1]}
 	var lastEnd int64 = -1
 	keep := s.open[:0]
 	for _, t := range s.open {
@@ -339,6 +369,59 @@ func (l *Linker) linkRecorded(ord int64, tag string, x *formats.Exchange) Link {
 	return lk
 }
 
+// forgetSessions drops the recorded sessions idle for longer than Idle and,
+// past MaxSessions, the longest idle down to three quarters of it (so the
+// next such pass is a quarter of MaxSessions sessions away).
+func (l *Linker) forgetSessions() {
+	idle := l.now - int64(l.opts.Idle)
+	for k, s := range l.sessions {
+		if s.lastEnd < idle {
+			delete(l.sessions, k)
+		}
+	}
+	if len(l.sessions) < l.opts.MaxSessions {
+		return
+	}
+	forget := oldest(len(l.sessions)-l.opts.MaxSessions*3/4, func(yield func(int64) bool) {
+		for _, s := range l.sessions {
+			if !yield(s.lastEnd) {
+				return
+			}
+		}
+	})
+	for k, s := range l.sessions {
+		if forget(s.lastEnd) {
+			l.forgotten++
+			delete(l.sessions, k)
+		}
+	}
+}
+
+// oldest returns a test that is true for n of ends, the smallest (of equal
+// ends, the first ones it is asked about).
+func oldest(n int, ends iter.Seq[int64]) func(end int64) bool {
+	all := slices.Collect(ends)
+	if n <= 0 {
+		return func(int64) bool { return false }
+	}
+	if n >= len(all) {
+		return func(int64) bool { return true }
+	}
+	slices.Sort(all)
+	cutoff := all[n-1]
+	ties := n - sort.Search(n, func(i int) bool { return all[i] >= cutoff }) // ends equal to cutoff among the n
+	return func(end int64) bool {
+		if end < cutoff {
+			return true
+		}
+		if end == cutoff && ties > 0 {
+			ties--
+			return true
+		}
+		return false
+	}
+}
+
 // sessionID is a recorded session id's stable 64-bit name.
 func sessionID(s string) uint64 {
 	h := fnv.New64a()
@@ -360,6 +443,7 @@ type SessionStats struct {
 	Think        Quantiles `json:"think_time"`        // recorded answer end → next turn start
 	Fanout       int64     `json:"fanout"`            // turns started while a sibling (same predecessor) was in flight
 	Ambiguous    int64     `json:"ambiguous"`         // links chosen among identical histories by time alone
+	Truncated    int64     `json:"truncated"`         // sessions (or turns) forgotten before they were idle, over LinkerOptions' bounds: their later turns count as new sessions
 	Longest      []Chain   `json:"longest"`           // the longest sessions, most turns first
 }
 
@@ -377,30 +461,36 @@ type Chain struct {
 const maxLongest = 5
 
 // SessionCounter accumulates SessionStats from exchanges in time order, in
-// memory bounded by the sessions active at once (a session is folded into
-// the distributions once it has been idle for LinkerOptions.Idle).
+// memory bounded by the multi-turn sessions active at once. A session's
+// first turn costs the counter nothing (the linker remembers what a later
+// turn needs of it, in its own bounded memory): most traffic is single
+// turns. A session with a second turn is tallied until it has been idle
+// for LinkerOptions.Idle, then folded into the distributions; more than
+// LinkerOptions.MaxSessions open at once, the longest idle are folded early
+// and counted in SessionStats.Truncated.
 type SessionCounter struct {
-	l       *Linker
-	opts    LinkerOptions
-	n       int64
-	active  map[uint64]*sessionTally
-	budget  exactBudget // bounds the exact values of turns and think
-	turns   dist        // turns per multi-turn session
-	think   dist        // think times, ns
-	inMulti int64
-	multi   int64
-	fanout  int64
-	ambig   int64
-	longest []Chain
-	sinceGC int
+	l         *Linker
+	opts      LinkerOptions
+	n         int64
+	active    map[uint64]*sessionTally
+	budget    exactBudget // bounds the exact values of turns and think
+	turns     dist        // turns per multi-turn session
+	think     dist        // think times, ns
+	inMulti   int64
+	multi     int64
+	fanout    int64
+	ambig     int64
+	truncated int64
+	longest   []Chain
+	sinceGC   int
+	tag       []byte // scratch for firstTurnTag
 }
 
 type sessionTally struct {
 	start, end int64
 	turns      int
 	depth      int
-	recorder   string
-	seq        int64
+	first      string          // the first turn's tag: recorder and seq
 	kids       map[int64]int64 // predecessor ord → latest end of a turn waiting on it
 }
 
@@ -409,28 +499,53 @@ func NewSessionCounter(mode SessionMode, opts LinkerOptions) *SessionCounter {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultSessionIdle
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	return &SessionCounter{l: NewLinker(mode, opts), opts: opts, active: map[uint64]*sessionTally{}, budget: exactBudget{limit: DefaultExactValues}}
+}
+
+// firstTurnTag names x's session by x, should x be its first turn: the
+// recorder and seq the report's longest sessions point at. It is built
+// only for an exchange the linker can remember (a later turn could
+// continue it); "" otherwise.
+func (c *SessionCounter) firstTurnTag(x *formats.Exchange) string {
+	if (c.l.mode == SessionsInferred && x.TurnKey == 0) || (c.l.mode == SessionsRecorded && x.Session == "") {
+		return ""
+	}
+	c.tag = append(append(c.tag[:0], x.Recorder...), '\n')
+	c.tag = strconv.AppendInt(c.tag, x.Seq, 10)
+	return string(c.tag)
 }
 
 // Add counts one exchange; exchanges must come in time order.
 func (c *SessionCounter) Add(x *formats.Exchange) {
 	ord := c.n
 	c.n++
-	lk := c.l.Link(ord, "", x)
+	lk := c.l.Link(ord, c.firstTurnTag(x), x)
 	if lk.Ambiguous {
 		c.ambig++
 	}
-	if lk.Session == 0 {
-		return
+	c.sinceGC++
+	if c.sinceGC >= 4096 || len(c.active) > c.opts.MaxSessions {
+		c.sinceGC = 0
+		c.fold(x.TsUnixNs - int64(c.opts.Idle))
 	}
+	if lk.Session == 0 || lk.Turn == 0 {
+		return // no session, or its first turn: nothing to tally yet
+	}
+	end := endOf(x)
 	s := c.active[lk.Session]
+	if s != nil && s.start != lk.FirstStart { // a recorded id reused after it went idle: a new session
+		c.close(s)
+		s = nil
+	}
 	if s == nil {
-		s = &sessionTally{start: x.TsUnixNs, recorder: x.Recorder, seq: x.Seq}
+		s = &sessionTally{start: lk.FirstStart, end: lk.FirstEnd, turns: 1, depth: 1, first: lk.Tag}
 		c.active[lk.Session] = s
 	}
 	s.turns++
 	s.depth = max(s.depth, lk.Turn+1)
-	end := endOf(x)
 	s.end = max(s.end, end)
 	if len(lk.Deps) > 0 {
 		c.think.add(&c.budget, lk.ThinkNs)
@@ -451,38 +566,54 @@ func (c *SessionCounter) Add(x *formats.Exchange) {
 			}
 		}
 	}
-	c.sinceGC++
-	if c.sinceGC >= 4096 {
-		c.sinceGC = 0
-		c.fold(x.TsUnixNs - int64(c.opts.Idle))
+}
+
+// fold moves the sessions idle since before cutoff into the distributions,
+// and past MaxSessions the longest idle down to three quarters of it.
+func (c *SessionCounter) fold(cutoff int64) {
+	for id, s := range c.active {
+		if s.end < cutoff {
+			c.close(s)
+			delete(c.active, id)
+		}
+	}
+	if len(c.active) <= c.opts.MaxSessions {
+		return
+	}
+	forget := oldest(len(c.active)-c.opts.MaxSessions*3/4, func(yield func(int64) bool) {
+		for _, s := range c.active {
+			if !yield(s.end) {
+				return
+			}
+		}
+	})
+	for id, s := range c.active {
+		if forget(s.end) {
+			c.truncated++
+			c.close(s)
+			delete(c.active, id)
+		}
 	}
 }
 
-// fold moves the sessions idle since before cutoff into the distributions.
-func (c *SessionCounter) fold(cutoff int64) {
-	for id, s := range c.active {
-		if s.end >= cutoff {
-			continue
+// close counts a finished session.
+func (c *SessionCounter) close(s *sessionTally) {
+	c.turns.add(&c.budget, int64(s.turns))
+	c.multi++
+	c.inMulti += int64(s.turns)
+	recorder, seq, _ := strings.Cut(s.first, "\n")
+	ch := Chain{Start: time.Unix(0, s.start).UTC(), Turns: s.turns, Depth: s.depth, Span: time.Duration(s.end - s.start), Recorder: recorder}
+	ch.Seq, _ = strconv.ParseInt(seq, 10, 64)
+	i, _ := slices.BinarySearchFunc(c.longest, ch, func(a, b Chain) int {
+		if a.Turns != b.Turns {
+			return b.Turns - a.Turns
 		}
-		delete(c.active, id)
-		if s.turns < 2 {
-			continue
-		}
-		c.turns.add(&c.budget, int64(s.turns))
-		c.multi++
-		c.inMulti += int64(s.turns)
-		ch := Chain{Start: time.Unix(0, s.start).UTC(), Turns: s.turns, Depth: s.depth, Span: time.Duration(s.end - s.start), Recorder: s.recorder, Seq: s.seq}
-		i, _ := slices.BinarySearchFunc(c.longest, ch, func(a, b Chain) int {
-			if a.Turns != b.Turns {
-				return b.Turns - a.Turns
-			}
-			return a.Start.Compare(b.Start)
-		})
-		if i < maxLongest {
-			c.longest = slices.Insert(c.longest, i, ch)
-			if len(c.longest) > maxLongest {
-				c.longest = c.longest[:maxLongest]
-			}
+		return a.Start.Compare(b.Start)
+	})
+	if i < maxLongest {
+		c.longest = slices.Insert(c.longest, i, ch)
+		if len(c.longest) > maxLongest {
+			c.longest = c.longest[:maxLongest]
 		}
 	}
 }
@@ -492,7 +623,7 @@ func (c *SessionCounter) fold(cutoff int64) {
 func (c *SessionCounter) Stats() *SessionStats {
 	c.fold(1<<63 - 1)
 	st := &SessionStats{Mode: c.l.Mode().String(), Requests: c.n, Sessions: c.multi, InSessions: c.inMulti,
-		Fanout: c.fanout, Ambiguous: c.ambig, Longest: c.longest}
+		Fanout: c.fanout, Ambiguous: c.ambig, Truncated: c.truncated + c.l.Forgotten(), Longest: c.longest}
 	if st.Longest == nil {
 		st.Longest = []Chain{}
 	}
@@ -520,6 +651,9 @@ func (st *SessionStats) WriteText(w io.Writer) error {
 	ew.printf("  think time (answer end → next turn): p50 %s p90 %s p99 %s max %s\n", fmtDur(st.Think.P50), fmtDur(st.Think.P90), fmtDur(st.Think.P99), fmtDur(st.Think.Max))
 	if st.Fanout > 0 || st.Ambiguous > 0 {
 		ew.printf("  fan-out: %d turns sent while a sibling was in flight; ambiguous links: %d\n", st.Fanout, st.Ambiguous)
+	}
+	if st.Truncated > 0 {
+		ew.printf("  truncated: %d sessions or turns forgotten while still open (more open at once than the linker keeps); their later turns count as new sessions\n", st.Truncated)
 	}
 	for _, ch := range st.Longest {
 		ew.printf("  longest: %d turns (chain %d) over %s from %s (recorder %s seq %d)\n", ch.Turns, ch.Depth, fmtDur(ch.Span), ch.Start.Format(time.RFC3339), ch.Recorder, ch.Seq)

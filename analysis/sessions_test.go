@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -178,4 +179,60 @@ func TestSessionDelayReported(t *testing.T) {
 	if err != nil || len(rules) != 1 {
 		t.Fatalf("ParseRules(session_delay>+50%%): %v", err)
 	}
+}
+
+// TestSessionCounterBounded: single turns cost the counter nothing, however
+// many arrive within the idle horizon; past MaxSessions open multi-turn
+// sessions, the longest idle are folded early and counted as truncated;
+// the longest session still names its first turn.
+func TestSessionCounterBounded(t *testing.T) {
+	t.Run("single turns", func(t *testing.T) {
+		c := NewSessionCounter(SessionsInferred, LinkerOptions{})
+		for i := range 100_000 {
+			x := turnX(int64(i), 5, "", 0, 0)
+			c.Add(&x)
+		}
+		if n := len(c.active); n != 0 {
+			t.Fatalf("%d sessions tallied for single turns", n)
+		}
+		if st := c.Stats(); st.Requests != 100_000 || st.Sessions != 0 || st.Truncated != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+	t.Run("recorded, over MaxSessions", func(t *testing.T) {
+		const maxSessions = 64
+		c := NewSessionCounter(SessionsRecorded, LinkerOptions{MaxSessions: maxSessions})
+		// 1,000 sessions of 3 turns each, all open at once (interleaved
+		// within a second), then one more turn of the first session.
+		var most int
+		for turn := range 3 {
+			for s := range 1000 {
+				x := turnX(int64(turn*1000+s), 1, fmt.Sprint("s", s), 0, 0)
+				c.Add(&x)
+				most = max(most, len(c.active), len(c.l.sessions))
+			}
+		}
+		if most > maxSessions+1 {
+			t.Fatalf("%d sessions tracked at once, MaxSessions %d", most, maxSessions)
+		}
+		st := c.Stats()
+		if st.Truncated == 0 || st.Requests != 3000 {
+			t.Fatalf("stats %+v: nothing truncated", st)
+		}
+		if st.InSessions > 3000 {
+			t.Fatalf("in sessions %d of 3000", st.InSessions)
+		}
+	})
+	t.Run("first turn named", func(t *testing.T) {
+		c := NewSessionCounter(SessionsInferred, LinkerOptions{})
+		xs := []formats.Exchange{turnX(7, 10, "", 1, 0), turnX(20, 10, "", 2, 1), turnX(40, 10, "", 3, 2)}
+		for i := range xs {
+			c.Add(&xs[i])
+		}
+		st := c.Stats()
+		want := Chain{Start: time.Unix(0, t0ns+7e6).UTC(), Turns: 3, Depth: 3, Span: 43 * time.Millisecond, Recorder: "r", Seq: 7}
+		if len(st.Longest) != 1 || st.Longest[0] != want {
+			t.Fatalf("longest %+v, want %+v", st.Longest, want)
+		}
+	})
 }

@@ -163,6 +163,10 @@ type ReaderOptions struct {
 	// read. The time column (ts_unix_ns, or orig_ts for results) is always
 	// decoded. An unknown name fails OpenReader. Default (nil): all columns.
 	Columns []string
+	// RowPath reads Columns through parquet-go's row reconstruction even
+	// where the columnar path (straight from the pages into the fields)
+	// applies; both give the same records. For tests and comparisons.
+	RowPath bool
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {

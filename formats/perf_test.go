@@ -2,15 +2,19 @@ package formats_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/internal/cputime"
@@ -346,11 +350,17 @@ func BenchmarkCompact(b *testing.B) {
 	}
 	var live, lever, compacted int64
 	var cpuLive, cpuLever, cpuCompact time.Duration
+	cols := map[string]map[string]int64{} // dataset → column → compressed bytes
 	for range b.N {
 		dir := b.TempDir()
 		var c time.Duration
 		live, c = writeLive(dir, formats.WriterOptions{})
 		cpuLive += c
+		liveFiles, err := formats.ListFiles([]string{dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cols["live"] = columnBytes(b, liveFiles)
 		leverDir := b.TempDir()
 		lever, c = writeLive(leverDir, formats.WriterOptions{Level: zstd.SpeedDefault, PageBytes: 4 << 20})
 		cpuLever += c
@@ -364,6 +374,7 @@ func BenchmarkCompact(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cols["compact"] = columnBytes(b, files)
 		compacted = 0
 		for _, f := range files {
 			fi, err := formats.StatFile(f)
@@ -381,9 +392,58 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(per(cpuLive), "live-cpu-µs/rec")
 	b.ReportMetric(per(cpuLever), "lever-cpu-µs/rec")
 	b.ReportMetric(per(cpuCompact), "compact-cpu-µs/rec")
+	logColumns(b, cols, n)
 	if floor > 0 {
 		b.ReportMetric(float64(live)/float64(floor), "live/floor")
 		b.ReportMetric(float64(lever)/float64(floor), "lever/floor")
 		b.ReportMetric(float64(compacted)/float64(floor), "compact/floor")
+	}
+}
+
+// columnBytes sums the compressed column chunks of files by top-level
+// column (a list's or map's leaves under their column's name, a map's keys
+// and values apart).
+func columnBytes(b *testing.B, files []string) map[string]int64 {
+	b.Helper()
+	out := map[string]int64{}
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rg := range pf.Metadata().RowGroups {
+			for _, c := range rg.Columns {
+				name := c.MetaData.PathInSchema[0]
+				if leaf := c.MetaData.PathInSchema[len(c.MetaData.PathInSchema)-1]; leaf == "key" || leaf == "value" {
+					name += "." + leaf
+				}
+				out[name] += c.MetaData.TotalCompressedSize
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// logColumns logs each dataset's bytes per record by column, largest first
+// (go test -v shows them): where the bytes go.
+func logColumns(b *testing.B, cols map[string]map[string]int64, n float64) {
+	for _, set := range slices.Sorted(maps.Keys(cols)) {
+		byCol := cols[set]
+		names := slices.Collect(maps.Keys(byCol))
+		slices.SortFunc(names, func(x, y string) int { return cmp.Compare(byCol[y], byCol[x]) })
+		var sb strings.Builder
+		for _, name := range names {
+			fmt.Fprintf(&sb, " %s=%.1f", name, float64(byCol[name])/n)
+		}
+		b.Logf("%s B/rec by column:%s", set, sb.String())
 	}
 }

@@ -27,11 +27,14 @@ import (
 // overlaps the current time — flat in the size of the dataset. Row groups
 // outside [From, To) are never read. A row group found out of order (not
 // written by reel's Writer) fails the read with an error naming the file.
-// With ReaderOptions.Columns only those columns' pages are read and decoded.
+// With ReaderOptions.Columns only those columns' pages are read and decoded,
+// straight into the records' fields where their types allow (columnar.go).
 type Reader[T Record] struct {
 	opts     ReaderOptions
 	from, to int64
 	schema   *parquet.Schema // projection of ReaderOptions.Columns; nil reads every column
+	fields   []columnField   // the projection's fields, for the columnar path; nil: rows only
+	held     *run[T]         // the run whose current row Scan returned, advanced on the next call
 	pending  []*run[T]       // row groups not opened yet, by minimum time
 	heap     runHeap[T]
 	files    map[string]*openFile
@@ -49,7 +52,8 @@ type run[T Record] struct {
 	order int // position among all runs, breaks ties deterministically
 
 	file *openFile
-	gr   *parquet.GenericReader[T]
+	gr   *parquet.GenericReader[T] // the row path
+	col  *columnarGroup[T]         // the columnar path
 	buf  []T
 	pos  int
 	n    int
@@ -86,6 +90,15 @@ func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOption
 			return nil, fmt.Errorf("open reader: %w", err)
 		}
 		r.schema = s
+		if !opts.RowPath {
+			names := make([]string, 0, len(s.Fields()))
+			for _, f := range s.Fields() {
+				names = append(names, f.Name())
+			}
+			if fields, ok := columnarFields[T](names); ok {
+				r.fields = fields
+			}
+		}
 	}
 	list, err := ListFiles(paths)
 	if err != nil {
@@ -142,8 +155,28 @@ func statForRead[T Record](path, want string) (*FileInfo, error) {
 // Next returns the next record in time order, or io.EOF after the last. The
 // record is the caller's.
 func (r *Reader[T]) Next() (*T, error) {
+	p, err := r.Scan()
+	if err != nil {
+		return nil, err
+	}
+	rec := *p
+	return &rec, nil
+}
+
+// Scan is Next without the copy: the record is the reader's, valid until the
+// next call to Scan or Next, and must not be kept (its slices and strings
+// may be; they are not reused). For a caller that summarises each record
+// and drops it, it allocates nothing per record.
+func (r *Reader[T]) Scan() (*T, error) {
 	if r.err != nil {
 		return nil, r.err
+	}
+	if ru := r.held; ru != nil {
+		r.held = nil
+		if err := r.advance(ru); err != nil && !r.skipDamaged(ru.path, err) {
+			r.err = err
+			return nil, err
+		}
 	}
 	for {
 		for len(r.pending) > 0 && (len(r.heap) == 0 || r.pending[0].min <= r.heap[0].key) {
@@ -162,13 +195,12 @@ func (r *Reader[T]) Next() (*T, error) {
 			return nil, io.EOF
 		}
 		ru := r.heap[0]
-		rec := ru.buf[ru.pos]
 		key := ru.key
-		if err := r.advance(ru); err != nil && !r.skipDamaged(ru.path, err) {
-			r.err = err
-			return nil, err
-		}
 		if key < r.from || key >= r.to {
+			if err := r.advance(ru); err != nil && !r.skipDamaged(ru.path, err) {
+				r.err = err
+				return nil, err
+			}
 			continue
 		}
 		if key < r.last {
@@ -176,7 +208,8 @@ func (r *Reader[T]) Next() (*T, error) {
 			return nil, r.err
 		}
 		r.last = key
-		return &rec, nil
+		r.held = ru
+		return &ru.buf[ru.pos], nil
 	}
 }
 
@@ -229,7 +262,7 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 		r.release(ru)
 		return fmt.Errorf("%s: %w: row group %d vanished", ru.path, ErrBadFile, ru.group)
 	}
-	if err := ru.open(groups[ru.group], r.schema); err != nil {
+	if err := ru.open(of.pf, groups[ru.group], r.schema, r.fields); err != nil {
 		r.release(ru)
 		return err
 	}
@@ -249,13 +282,21 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 	return nil
 }
 
-// open starts reading a row group, only schema's columns when it is not nil.
-func (ru *run[T]) open(rg parquet.RowGroup, schema *parquet.Schema) (err error) {
+// open starts reading a row group, only schema's columns when it is not nil;
+// through the columnar path when fields is not nil and the file stores them
+// in a way it decodes.
+func (ru *run[T]) open(pf *parquet.File, rg parquet.RowGroup, schema *parquet.Schema, fields []columnField) (err error) {
 	defer func() {
 		if p := recover(); p != nil { // parquet-go on a damaged file
 			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
 		}
 	}()
+	if fields != nil {
+		if g, ok := newColumnarGroup[T](pf, rg, fields); ok {
+			ru.col = g
+			return nil
+		}
+	}
 	if schema != nil {
 		ru.gr = parquet.NewGenericRowGroupReader[T](rg, schema)
 	} else {
@@ -314,8 +355,13 @@ func (r *Reader[T]) fill(ru *run[T]) (err error) {
 			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
 		}
 	}()
-	clear(ru.buf) // fresh memory for every record handed out
-	n, err := ru.gr.Read(ru.buf)
+	var n int
+	if ru.col != nil {
+		n, err = ru.col.read(ru.buf) // overwrites every projected field; lists get a fresh slab
+	} else {
+		clear(ru.buf) // fresh memory for every record handed out
+		n, err = ru.gr.Read(ru.buf)
+	}
 	ru.n = n
 	if err == io.EOF {
 		ru.eof = true
@@ -358,6 +404,10 @@ func (r *Reader[T]) release(ru *run[T]) {
 		ru.gr.Close()
 		ru.gr = nil
 	}
+	if ru.col != nil {
+		ru.col.close()
+		ru.col = nil
+	}
 	ru.buf = nil
 	if of := ru.file; of != nil {
 		ru.file = nil
@@ -371,6 +421,7 @@ func (r *Reader[T]) release(ru *run[T]) {
 
 // Close releases every open file.
 func (r *Reader[T]) Close() error {
+	r.held = nil
 	for len(r.heap) > 0 {
 		r.release(heap.Pop(&r.heap).(*run[T]))
 	}

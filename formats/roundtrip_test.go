@@ -148,8 +148,8 @@ func TestRoundTripExchange(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, spoolDirName)); err == nil {
 				ents, _ := os.ReadDir(filepath.Join(dir, spoolDirName))
-				if len(ents) != 0 {
-					t.Errorf("spool not removed on Close: %v", ents)
+				if len(ents) != 1 || ents[0].Name() != sessionMarkName("rec-a") {
+					t.Errorf("spool not removed on Close: %v (want only the session mark)", ents)
 				}
 			}
 		})

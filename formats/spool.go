@@ -71,6 +71,7 @@ type spoolHeader struct {
 // session is a writer's claim on a dataset directory.
 type session struct {
 	dir    string
+	start  time.Time // when the session started, as its id says (sessionStart)
 	lock   *os.File
 	spool  bool
 	header []byte // 'H' frame payload (JSON)
@@ -97,10 +98,10 @@ func openSession(root, recorder string, now time.Time, schema string, meta map[s
 	if err := os.MkdirAll(spoolRoot, 0o755); err != nil {
 		return nil, "", fmt.Errorf("create spool: %w", err)
 	}
-	start := now.UTC().Truncate(time.Second)
+	start := sessionStart(spoolRoot, recorder, now)
 	for range 1000 {
-		sid := recorder + "-" + start.Format("20060102T150405Z")
-		start = start.Add(time.Second)
+		sid := recorder + "-" + start.Format(sessionTimeFormat)
+		start = start.Add(time.Millisecond)
 		// Build the directory under a hidden name and rename it, so nobody
 		// sees an unlocked session directory.
 		tmp := filepath.Join(spoolRoot, ".new-"+sid+"-"+strconv.Itoa(os.Getpid()))
@@ -118,7 +119,7 @@ func openSession(root, recorder string, now time.Time, schema string, meta map[s
 			os.RemoveAll(tmp)
 			continue // taken
 		}
-		s := &session{dir: dir, lock: lock, spool: spool, disk: d, segSizes: map[int]int64{}, pending: map[uint32]int{}}
+		s := &session{dir: dir, start: start.Add(-time.Millisecond), lock: lock, spool: spool, disk: d, segSizes: map[int]int64{}, pending: map[uint32]int{}}
 		if spool {
 			h, err := encodeJSON(spoolHeader{Schema: schema, Codec: codecVersion, Meta: meta})
 			if err != nil {
@@ -128,11 +129,51 @@ func openSession(root, recorder string, now time.Time, schema string, meta map[s
 			s.header = h
 			s.startSegment(nil) // created with its first bytes (writeOut)
 		}
+		saveSessionStart(spoolRoot, recorder, s.start)
 		syncDir(spoolRoot)
 		return s, sid, nil
 	}
 	return nil, "", errors.New("create spool: no free session name")
 }
+
+// sessionTimeFormat is the start time in session ids, and so in file
+// names: UTC to the millisecond.
+const sessionTimeFormat = "20060102T150405.000Z"
+
+// sessionStart is the start of a new session of recorder: now to the
+// millisecond, but later than the last session of the same recorder on
+// this spool root. File names carry the session id, and a writer to a
+// bucket deletes its local files once uploaded, so without the mark a
+// recorder restarted within the same millisecond — or after the clock
+// stepped back — would name a file as its predecessor did and overwrite
+// that upload.
+func sessionStart(spoolRoot, recorder string, now time.Time) time.Time {
+	start := now.UTC().Truncate(time.Millisecond)
+	if b, err := os.ReadFile(filepath.Join(spoolRoot, sessionMarkName(recorder))); err == nil {
+		if ms, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && ms >= start.UnixMilli() {
+			start = time.UnixMilli(ms + 1).UTC()
+		}
+	}
+	return start
+}
+
+// saveSessionStart records the start of recorder's newest session (see
+// sessionStart). A failure only weakens the guarantee: it is not worth
+// refusing to record for.
+func saveSessionStart(spoolRoot, recorder string, start time.Time) {
+	mark := filepath.Join(spoolRoot, sessionMarkName(recorder))
+	tmp := mark + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(start.UnixMilli(), 10)+"\n"), 0o644); err == nil {
+		if os.Rename(tmp, mark) != nil {
+			os.Remove(tmp)
+		}
+	}
+}
+
+// sessionMarkName is the file in the spool root holding the start of
+// recorder's newest session; a hidden name, so recovery never takes it
+// for a session directory.
+func sessionMarkName(recorder string) string { return ".last-session-" + recorder }
 
 // lockDir creates (or opens) dir/lock and takes an exclusive flock on it
 // without waiting; it fails with syscall.EWOULDBLOCK if another process holds

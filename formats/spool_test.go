@@ -423,3 +423,36 @@ func TestCloseGivesUpAtCtx(t *testing.T) {
 	}
 	checkPrefix(t, dir, n, n)
 }
+
+// TestSessionStartAfterPredecessor: the session id (and so every file
+// name) and the epoch of a writer are later than its predecessor's on the
+// same directory, even when it starts in the same millisecond or after the
+// clock stepped back; otherwise a writer to a bucket, whose local files are
+// gone once uploaded, would reuse a name and overwrite an upload.
+func TestSessionStartAfterPredecessor(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2025, 3, 14, 10, 30, 0, 0, time.UTC)
+	var sids []string
+	var last time.Time
+	for i, now := range []time.Time{at, at, at.Add(-time.Hour), at.Add(time.Second)} {
+		w, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: dir, Recorder: "gw", Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sid := range sids {
+			if w.sid == sid {
+				t.Fatalf("writer %d took session id %s again", i, sid)
+			}
+		}
+		if !w.Epoch().After(last) {
+			t.Errorf("writer %d: epoch %v, not after its predecessor's %v", i, w.Epoch(), last)
+		}
+		sids, last = append(sids, w.sid), w.Epoch()
+		if err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "gw-20250314T103001.000Z"; sids[3] != want {
+		t.Errorf("after the clock caught up: session %s, want %s (the clock's time again)", sids[3], want)
+	}
+}

@@ -132,7 +132,7 @@ func NewWriter[T Record](ctx context.Context, opts WriterOptions) (*Writer[T], e
 	if err != nil {
 		return nil, fmt.Errorf("new writer: %w", err)
 	}
-	w.sess, w.sid, w.epoch = sess, sid, newEpoch(opts.Now())
+	w.sess, w.sid, w.epoch = sess, sid, newEpoch(sess.start)
 	n, lost, err := recoverDataset[T](ctx, w)
 	w.stats.Recovered, w.stats.Lost = n, lost
 	if err != nil {
@@ -206,10 +206,10 @@ func (w *Writer[T]) warn(err error) {
 }
 
 // Epoch is when the writer started, to the millisecond: a writer opened
-// later on the same directory has a later epoch unless the clock stepped
-// back, and two writers in one process never share one. A recorder numbers
-// its exchanges and connections from it (recorder.Config.Epoch), which keeps
-// them unique across restarts.
+// later on the same directory has a later epoch (even when the clock
+// stepped back: see sessionStart), and two writers in one process never
+// share one. A recorder numbers its exchanges and connections from it
+// (recorder.Config.Epoch), which keeps them unique across restarts.
 func (w *Writer[T]) Epoch() time.Time { return w.epoch }
 
 // lastEpoch is the latest Writer epoch handed out in this process, in unix

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/reelkit/reel/sse"
 )
 
 // Body is a redacted body and what was learned from its raw text.
@@ -247,7 +249,7 @@ func (j *job) redactSSE(body []byte) []byte {
 	for len(body) > 0 {
 		line := body
 		next := len(body)
-		if k := bytes.IndexAny(body, "\r\n"); k >= 0 {
+		if k := sse.IndexLineEnd(body); k >= 0 {
 			line = body[:k]
 			next = k + 1
 			if body[k] == '\r' && k+1 < len(body) && body[k+1] == '\n' {

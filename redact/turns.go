@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/sse"
@@ -294,122 +293,147 @@ func answerOf(x *formats.Exchange) (canonMessage, bool) {
 // (OpenAI's [DONE] or a finish_reason, Anthropic's message_stop) has no
 // answer to continue from.
 func streamAnswer(body []byte) (canonMessage, bool) {
-	type call struct {
-		id, name string
-		args     strings.Builder
-	}
-	var (
-		text     strings.Builder
-		calls    []*call // OpenAI tool calls by index
-		blocks   map[int]*call
-		order    []int // Anthropic blocks in index order
-		ended    bool
-		sawDelta bool
-	)
-	callAt := func(i int) *call {
-		for len(calls) <= i {
-			calls = append(calls, &call{})
-		}
-		return calls[i]
-	}
+	var a streamAnswerBuilder
+	emit := func(ev *sse.Event) { a.event(ev.Data) }
 	sc := sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})
-	emit := func(ev *sse.Event) {
-		data := bytes.TrimSpace(ev.Data)
-		if string(data) == "[DONE]" {
-			ended = true
-			return
-		}
-		if t, ok := fastContent(data); ok {
-			sawDelta = true
-			text.Write(t)
-			return
-		}
-		var c struct {
-			Choices []struct {
-				Index int `json:"index"`
-				Delta struct {
-					Content   string `json:"content"`
-					ToolCalls []struct {
-						Index    int    `json:"index"`
-						ID       string `json:"id"`
-						Function struct {
-							Name      string `json:"name"`
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Type         string `json:"type"`
-			Index        int    `json:"index"`
-			ContentBlock struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-				ID   string `json:"id"`
-				Name string `json:"name"`
-			} `json:"content_block"`
-			Delta struct {
-				Type        string `json:"type"`
-				Text        string `json:"text"`
-				PartialJSON string `json:"partial_json"`
-			} `json:"delta"`
-		}
-		if json.Unmarshal(data, &c) != nil {
-			return
-		}
-		for _, ch := range c.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			sawDelta = true
-			text.WriteString(ch.Delta.Content)
-			for _, tc := range ch.Delta.ToolCalls {
-				k := callAt(tc.Index)
-				if tc.ID != "" {
-					k.id = tc.ID
-				}
-				if tc.Function.Name != "" {
-					k.name += tc.Function.Name
-				}
-				k.args.WriteString(tc.Function.Arguments)
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				ended = true
-			}
-		}
-		switch c.Type {
-		case "content_block_start":
-			if blocks == nil {
-				blocks = map[int]*call{}
-			}
-			sawDelta = true
-			b := &call{id: c.ContentBlock.ID, name: c.ContentBlock.Type + "\x00" + c.ContentBlock.Name}
-			b.args.WriteString(c.ContentBlock.Text)
-			if _, dup := blocks[c.Index]; !dup {
-				order = append(order, c.Index)
-			}
-			blocks[c.Index] = b
-		case "content_block_delta":
-			if b := blocks[c.Index]; b != nil {
-				b.args.WriteString(c.Delta.Text)
-				b.args.WriteString(c.Delta.PartialJSON)
-			}
-		case "message_stop":
-			ended = true
-		}
-	}
 	sc.Feed(body, time.Time{}, emit)
 	sc.Flush(time.Time{}, emit)
-	if !ended || !sawDelta {
+	return a.answer()
+}
+
+// streamAnswerBuilder gathers an answer event by event.
+type streamAnswerBuilder struct {
+	text     []byte
+	calls    []*streamCall // OpenAI tool calls by index
+	blocks   map[int]*streamCall
+	order    []int // Anthropic blocks in index order
+	ended    bool
+	sawDelta bool
+}
+
+type streamCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+func (a *streamAnswerBuilder) callAt(i int) *streamCall {
+	for len(a.calls) <= i {
+		a.calls = append(a.calls, &streamCall{})
+	}
+	return a.calls[i]
+}
+
+// event adds one event's data. The plain chat chunk nearly every token of
+// an OpenAI-compatible stream is goes through sse.ChatDelta, which reads
+// what decodeEvent would without its allocations
+// (FuzzStreamEventFastMatchesDecode); every other shape is decoded.
+func (a *streamAnswerBuilder) event(data []byte) {
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		a.ended = true
+		return
+	}
+	if d, ok := sse.ChatDelta(data); ok {
+		if d.First {
+			a.sawDelta = true
+			a.text = append(a.text, d.Content...)
+			a.ended = a.ended || d.Finished
+		}
+		return
+	}
+	a.decodeEvent(data)
+}
+
+// decodeEvent is event's encoding/json path.
+func (a *streamAnswerBuilder) decodeEvent(data []byte) {
+	var c struct {
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Content   string `json:"content"`
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"content_block"`
+		Delta struct {
+			Type        string `json:"type"`
+			Text        string `json:"text"`
+			PartialJSON string `json:"partial_json"`
+		} `json:"delta"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		a.sawDelta = true
+		a.text = append(a.text, ch.Delta.Content...)
+		for _, tc := range ch.Delta.ToolCalls {
+			k := a.callAt(tc.Index)
+			if tc.ID != "" {
+				k.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				k.name += tc.Function.Name
+			}
+			k.args.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			a.ended = true
+		}
+	}
+	switch c.Type {
+	case "content_block_start":
+		if a.blocks == nil {
+			a.blocks = map[int]*streamCall{}
+		}
+		a.sawDelta = true
+		b := &streamCall{id: c.ContentBlock.ID, name: c.ContentBlock.Type + "\x00" + c.ContentBlock.Name}
+		b.args.WriteString(c.ContentBlock.Text)
+		if _, dup := a.blocks[c.Index]; !dup {
+			a.order = append(a.order, c.Index)
+		}
+		a.blocks[c.Index] = b
+	case "content_block_delta":
+		if b := a.blocks[c.Index]; b != nil {
+			b.args.WriteString(c.Delta.Text)
+			b.args.WriteString(c.Delta.PartialJSON)
+		}
+	case "message_stop":
+		a.ended = true
+	}
+}
+
+// answer is the gathered answer; false when the stream did not end or
+// carried no delta.
+func (a *streamAnswerBuilder) answer() (canonMessage, bool) {
+	if !a.ended || !a.sawDelta {
 		return canonMessage{}, false
 	}
-	m := canonMessage{role: "assistant", text: text.String()}
-	for _, k := range calls {
+	m := canonMessage{role: "assistant", text: string(a.text)}
+	for _, k := range a.calls {
 		m.calls = append(m.calls, frameCall(k.id, k.name, canonJSONText(k.args.String())))
 	}
-	slices.Sort(order)
-	for _, i := range order {
-		b := blocks[i]
+	slices.Sort(a.order)
+	for _, i := range a.order {
+		b := a.blocks[i]
 		typ, name, _ := strings.Cut(b.name, "\x00")
 		switch typ {
 		case "text":
@@ -423,63 +447,4 @@ func streamAnswer(body []byte) (canonMessage, bool) {
 		}
 	}
 	return m, true
-}
-
-// Prefixes of the common OpenAI-style chat chunk fastContent reads.
-var (
-	fastChoice  = []byte(`"choices":[{"index":0,"delta":{`)
-	fastRole    = []byte(`"role":"assistant",`)
-	fastRoleEnd = []byte(`"role":"assistant"}`)
-	fastText    = []byte(`"content":"`)
-	fastOpen    = []byte(`"finish_reason":null`)
-)
-
-// fastContent reads the text of the chunk nearly every token of an
-// OpenAI-compatible chat stream is (vLLM, SGLang, OpenAI: one choice, index
-// 0, a delta of only content, perhaps after the role, no finish) without
-// encoding/json's allocations; ok false leaves the event to the full
-// decode. It accepts only valid JSON with one "index" and one "content"
-// key, so what it reads is what the full decode reads
-// (TestFastContentMatchesDecode).
-func fastContent(data []byte) (text []byte, ok bool) {
-	i := bytes.Index(data, fastChoice)
-	if i < 0 || bytes.Count(data, []byte(`"index"`)) != 1 || bytes.Count(data, []byte(`"content"`)) > 1 ||
-		!bytes.Contains(data, fastOpen) || bytes.Contains(data, []byte(`"tool_calls"`)) || !json.Valid(data) {
-		return nil, false
-	}
-	rest := data[i+len(fastChoice):]
-	if bytes.HasPrefix(rest, fastRoleEnd) || bytes.HasPrefix(rest, []byte("}")) {
-		return nil, true // a role-only or empty delta
-	}
-	rest = bytes.TrimPrefix(rest, fastRole)
-	if !bytes.HasPrefix(rest, fastText) {
-		return nil, false
-	}
-	rest = rest[len(fastText)-1:] // from the opening quote
-	escaped := false
-	for j := 1; j < len(rest); j++ {
-		switch c := rest[j]; {
-		case c == '\\':
-			escaped = true
-			j++
-		case c == '"':
-			if j+1 >= len(rest) || rest[j+1] != '}' {
-				return nil, false // the delta holds more than its content
-			}
-			if !escaped {
-				if !utf8.Valid(rest[1:j]) {
-					return nil, false
-				}
-				return rest[1:j], true
-			}
-			var s string
-			if json.Unmarshal(rest[:j+1], &s) != nil {
-				return nil, false
-			}
-			return []byte(s), true
-		case c < 0x20:
-			return nil, false // invalid in a JSON string
-		}
-	}
-	return nil, false
 }

@@ -1,12 +1,14 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 func chatExchange(req string, status int32, ct, resp string) *formats.Exchange {
@@ -173,9 +175,9 @@ func FuzzLinkTurns(f *testing.F) {
 	})
 }
 
-// TestFastContentMatchesDecode: the fast path reads what encoding/json
-// reads, and leaves every other shape to it.
-func TestFastContentMatchesDecode(t *testing.T) {
+// TestStreamEventFastMatchesDecode: the fast path (sse.ChatDelta) reads
+// what encoding/json reads, and leaves every other shape to it.
+func TestStreamEventFastMatchesDecode(t *testing.T) {
 	head := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",`
 	cases := []struct {
 		data string
@@ -187,33 +189,29 @@ func TestFastContentMatchesDecode(t *testing.T) {
 		{head + `"choices":[{"index":0,"delta":{"content":"日本語 ok"},"logprobs":null,"finish_reason":null}],"usage":null}`, true},
 		{head + `"choices":[{"index":0,"delta":{"role":"assistant"},"logprobs":null,"finish_reason":null}]}`, true},
 		{head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":null}]}`, true},
-		{head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`, false},
-		{head + `"choices":[{"index":0,"delta":{"content":"x","reasoning_content":null},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":" token"}}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":"x","reasoning_content":null},"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":null}]}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null},{"index":1,"delta":{"content":"y"},"finish_reason":null}]}`, true},
+		{head + `"choices":[null]}`, true},
+		{`{"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":32}}`, true},
+		{head + `"choices":[{"index":0,"delta":{"content":"bad \xff byte"}}]}`, true},
 		{head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]},"finish_reason":null}]}`, false},
-		{head + `"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":null}]}`, false},
-		{head + `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null},{"index":1,"delta":{"content":"y"},"finish_reason":null}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":"x"}},{"index":0,"delta":{"content":"y"}}]}`, false},
 		{head + `"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]`, false}, // truncated
-		{`{"choices":[{"index":0,"delta":{"content":"x"}}],"finish_reason":null,"content":"y"}`, false},
+		{head + `"choices":[{"index":0.0,"delta":{"content":"x"}}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":7}}]}`, false},
+		{head + `"Choices":[{"index":0,"delta":{"content":"x"}}]}`, false},
+		{head + `"choices":[{"index":0,"delta":{"content":"x","Content":"y"}}]}`, false},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, false},
 	}
 	for _, tc := range cases {
-		got, ok := fastContent([]byte(tc.data))
-		if ok != tc.fast {
-			t.Errorf("fast = %v, want %v: %s", ok, tc.fast, tc.data)
-			continue
+		data := []byte(strings.ReplaceAll(tc.data, `\xff`, "\xff"))
+		if _, ok := sse.ChatDelta(data); ok != tc.fast {
+			t.Errorf("fast = %v, want %v: %s", ok, tc.fast, data)
 		}
-		if !ok {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(tc.data), &c); err != nil || len(c.Choices) != 1 || c.Choices[0].Delta.Content != string(got) {
-			t.Errorf("fast read %q, decode %+v (%v): %s", got, c, err, tc.data)
-		}
+		checkStreamEvent(t, data)
 	}
 	// A whole stream gives the same answer, digest included, either way.
 	x := chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "text/event-stream",
@@ -222,4 +220,36 @@ func TestFastContentMatchesDecode(t *testing.T) {
 	if want := "Hello" + "a \"quoted\" line\nnext é \\ end"; !ok || m.text != want {
 		t.Fatalf("answer %q (%v), want %q", m.text, ok, want)
 	}
+}
+
+// checkStreamEvent fails when the fast path reads an event otherwise than
+// encoding/json does.
+func checkStreamEvent(t *testing.T, data []byte) {
+	t.Helper()
+	var fast, slow streamAnswerBuilder
+	fast.event(data)
+	slow.decodeEvent(bytes.TrimSpace(data))
+	if string(data) == "[DONE]" {
+		return
+	}
+	if fast.sawDelta != slow.sawDelta || fast.ended != slow.ended || string(fast.text) != string(slow.text) ||
+		len(fast.calls) != len(slow.calls) || len(fast.order) != len(slow.order) {
+		t.Fatalf("event %q: fast path read %+v, encoding/json %+v", data, fast, slow)
+	}
+}
+
+// FuzzStreamEventFastMatchesDecode: for any event data, what sse.ChatDelta
+// reads into the answer equals encoding/json's reading.
+func FuzzStreamEventFastMatchesDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi \u00e9\n"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
+		`{"choices":[{"delta":{"content":"x","tool_calls":[]}},{"index":2,"delta":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{"}}]}}]}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"choices":[null,{"index":null,"delta":{"content":null},"finish_reason":""}],"x":[1,-2.5e3,true,{"a":"b"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkStreamEvent(t, data) })
 }

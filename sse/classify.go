@@ -86,11 +86,17 @@ func Classify(data []byte) Chunk {
 	if bytes.Equal(data, doneMarker) {
 		return Chunk{Done: true}
 	}
-	if len(data) == 0 || data[0] != '{' || !mayMatter(data) {
+	if len(data) == 0 || data[0] != '{' {
 		return Chunk{}
 	}
+	// The fast path first: when it answers, a chunk without any of the
+	// keys mayMatter looks for comes out empty there too (it refuses
+	// escaped or oddly cased keys, the only way such a chunk could matter).
 	if c, ok := fastClassify(data); ok {
 		return c
+	}
+	if !mayMatter(data) {
+		return Chunk{}
 	}
 	return classifyJSON(data)
 }

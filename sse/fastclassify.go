@@ -1,6 +1,9 @@
 package sse
 
-import "bytes"
+import (
+	"bytes"
+	"math/bits"
+)
 
 // fastClassify classifies the common shapes of streaming chunks with one
 // pass over the bytes and no allocation. It answers only when it is sure the
@@ -98,6 +101,40 @@ var keyNames = [...]string{"choices", "delta", "usage", "message", "text", "cont
 	"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
 	"prompt_tokens_details", "input_tokens_details", "cached_tokens",
 	"cache_read_input_tokens", "cache_creation_input_tokens", "response"}
+
+// classifyKeys are the keys fastClassify looks for.
+var classifyKeys = newKeyTable(keyNames[:])
+
+// keyTable is a set of at most 32 relevant key names, indexed by length so
+// that a key is compared with the few names as long as it.
+type keyTable struct {
+	names []string
+	byLen [32]uint32 // bit i: names[i] has this length
+}
+
+func newKeyTable(names []string) keyTable {
+	t := keyTable{names: names}
+	for i, n := range names {
+		t.byLen[len(n)] |= 1 << i
+	}
+	return t
+}
+
+// find returns the index of key in the table (keyOther when it is not
+// there); ok is false for a key that matches a name only without regard to
+// case, which encoding/json would take for it.
+func (t *keyTable) find(key []byte) (k int, ok bool) {
+	if len(key) >= len(t.byLen) {
+		return keyOther, true
+	}
+	for set := t.byLen[len(key)]; set != 0; set &= set - 1 {
+		i := bits.TrailingZeros32(set)
+		if name := t.names[i]; bytes.EqualFold(key, []byte(name)) {
+			return i, string(key) == name
+		}
+	}
+	return keyOther, true
+}
 
 // maxDepth bounds the nesting the fast path follows.
 const maxDepth = 64
@@ -304,10 +341,16 @@ func (w *walker) next(closing byte) (done, ok bool) {
 	return false, false
 }
 
-// object walks an object, calling field with the index of each key (keyOther
-// for irrelevant ones) positioned before its value; field must consume it.
-// seen guards against duplicate relevant keys (one bit per key index).
+// object walks an object, calling field with the index of each key in
+// keyNames (keyOther for irrelevant ones) positioned before its value; field
+// must consume it. seen guards against duplicate relevant keys (one bit per
+// key index).
 func (w *walker) object(field func(k int) bool, seen *uint32) bool {
+	return w.objectOf(&classifyKeys, field, seen)
+}
+
+// objectOf is object with the relevant keys of names.
+func (w *walker) objectOf(names *keyTable, field func(k int) bool, seen *uint32) bool {
 	if empty, ok := w.open('{', '}'); empty || !ok {
 		return ok
 	}
@@ -322,15 +365,9 @@ func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 			return false
 		}
 		w.i++
-		k := keyOther
-		for i, name := range keyNames {
-			if len(name) == len(key) && bytes.EqualFold(key, []byte(name)) {
-				if string(key) != name {
-					return false // encoding/json matches keys case-insensitively
-				}
-				k = i
-				break
-			}
+		k, ok := names.find(key)
+		if !ok {
+			return false // encoding/json matches keys case-insensitively
 		}
 		if k != keyOther {
 			bit := uint32(1) << k
@@ -349,11 +386,15 @@ func (w *walker) object(field func(k int) bool, seen *uint32) bool {
 }
 
 func (w *walker) objectOrNull(field func(k int) bool, seen *uint32) bool {
+	return w.objectOrNullOf(&classifyKeys, field, seen)
+}
+
+func (w *walker) objectOrNullOf(names *keyTable, field func(k int) bool, seen *uint32) bool {
 	w.ws()
 	if w.literal("null") {
 		return true
 	}
-	return w.object(field, seen)
+	return w.objectOf(names, field, seen)
 }
 
 // array walks an array (or null) of elements, each consumed by elem.

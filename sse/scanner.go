@@ -81,7 +81,7 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 		}
 	}
 	for len(p) > 0 {
-		i := bytes.IndexAny(p, "\r\n")
+		i := IndexLineEnd(p)
 		if i < 0 {
 			s.carry(p)
 			return
@@ -180,4 +180,19 @@ func (s *Scanner) dispatch(ev *Event, emit func(*Event)) {
 	emit(ev)
 	s.data, s.name = s.data[:0], s.name[:0]
 	s.hasData, s.trunc = false, false
+}
+
+// IndexLineEnd returns the index of the first '\r' or '\n' in p, or -1:
+// where an event-stream line ends. Two vectorised byte searches are several
+// times faster than bytes.IndexAny's byte loop over lines of JSON.
+func IndexLineEnd(p []byte) int {
+	i := bytes.IndexByte(p, '\n')
+	head := p
+	if i >= 0 {
+		head = p[:i]
+	}
+	if j := bytes.IndexByte(head, '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

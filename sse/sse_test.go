@@ -253,6 +253,9 @@ func FuzzScanner(f *testing.F) {
 		if cut < 0 || cut > len(stream) {
 			cut = len(stream) / 2
 		}
+		if got, want := IndexLineEnd([]byte(stream)), strings.IndexAny(stream, "\r\n"); got != want {
+			t.Fatalf("IndexLineEnd(%q) = %d, want %d", stream, got, want)
+		}
 		a := scanAll(t, NewScanner(Options{MaxEvent: 64}), []string{stream})
 		b := scanAll(t, NewScanner(Options{MaxEvent: 64}), []string{stream[:cut], stream[cut:]})
 		if fmt.Sprint(a) != fmt.Sprint(b) {

@@ -17,7 +17,8 @@ import (
 // libpcap) and a kernel BPF filter for e's ports; on loopback the filter
 // also drops the outgoing copy of every packet, so each exchange is
 // recorded once. One goroutine walks the ring a block at a time and feeds
-// e, so a packet costs no system call and no lock. Kernel drops are read
+// e, so a packet costs no system call and no lock, and the exchanges a
+// block completes go to the recorder as one batch. Kernel drops are read
 // every StatsEvery and accumulated in e's Stats. When ctx ends, Live
 // flushes e and returns ctx's error.
 //
@@ -73,6 +74,7 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 			e.Finish()
 			return err
 		}
+		e.submitPending() // the block's exchanges, as one hand-off
 		if now := time.Now(); !now.Before(nextTick) {
 			readStats()
 			e.Flush(now)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -22,9 +23,17 @@ import (
 // of paying one recvmsg system call per packet. This is libpcap's mmap
 // path, written with golang.org/x/sys/unix so CGO_ENABLED=0 stays.
 //
+// The socket is non-blocking and waited on through the Go runtime's
+// network poller: a goroutine waiting for a block parks like one waiting
+// on a TCP connection, instead of holding a thread in poll(2), which the
+// runtime's monitor would keep taking the P from (and, while it does, keep
+// waking every 20 µs).
+//
 // A ring is used by one goroutine.
 type ring struct {
-	fd        int
+	fd        int      // the socket; owned by file once that is set
+	file      *os.File // fd registered with the runtime's network poller
+	conn      syscall.RawConn
 	mem       []byte // blockSize × blocks, mapped from the socket
 	blockSize int
 	blocks    int
@@ -45,7 +54,7 @@ type ringOptions struct {
 // binding to the interface: an unbound packet socket of protocol 0 receives
 // nothing, so no unfiltered packet is ever queued.
 func openRing(o ringOptions) (*ring, error) {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, fmt.Errorf("open packet socket: %w", ErrNoCapNetRaw)
@@ -98,6 +107,12 @@ func (r *ring) setup(o ringOptions) error {
 	if err := unix.Bind(r.fd, sa); err != nil {
 		return fmt.Errorf("bind packet socket: %w", err)
 	}
+	r.file = os.NewFile(uintptr(r.fd), "packet socket") // non-blocking: registered with the poller
+	conn, err := r.file.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("poll packet socket: %w", err)
+	}
+	r.conn = conn
 	return nil
 }
 
@@ -126,13 +141,19 @@ func (r *ring) blockHeader(i int) *unix.TpacketHdrV1 {
 // error means the wait ended without a block.
 func (r *ring) readBlock(wait time.Duration, fn func(data []byte, ci gopacket.CaptureInfo)) (int, error) {
 	h := r.blockHeader(r.next)
-	if atomic.LoadUint32(&h.Block_status)&unix.TP_STATUS_USER == 0 {
-		fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN | unix.POLLERR}}
-		if _, err := unix.Poll(fds, int(max(wait.Milliseconds(), 1))); err != nil && !errors.Is(err, unix.EINTR) {
+	if !blockReady(h) {
+		// The kernel signals readiness when it retires a block to the
+		// reader; the check runs again after every wake-up, so a block
+		// retired between the check and the wait is not missed.
+		if err := r.file.SetReadDeadline(time.Now().Add(wait)); err != nil {
 			return 0, fmt.Errorf("poll packet socket: %w", err)
 		}
-		if atomic.LoadUint32(&h.Block_status)&unix.TP_STATUS_USER == 0 {
+		err := r.conn.Read(func(uintptr) bool { return blockReady(h) })
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("poll packet socket: %w", err)
 		}
 	}
 	block := r.mem[r.next*r.blockSize : (r.next+1)*r.blockSize]
@@ -161,6 +182,11 @@ func (r *ring) readBlock(wait time.Duration, fn func(data []byte, ci gopacket.Ca
 	return n, nil
 }
 
+// blockReady reports whether the kernel has handed block h to the reader.
+func blockReady(h *unix.TpacketHdrV1) bool {
+	return atomic.LoadUint32(&h.Block_status)&unix.TP_STATUS_USER != 0
+}
+
 // stats returns the packets the socket accepted and those it dropped
 // because the ring was full, since the previous call (the kernel resets
 // them on read; packets includes drops).
@@ -177,7 +203,11 @@ func (r *ring) close() {
 		_ = unix.Munmap(r.mem)
 		r.mem = nil
 	}
-	if r.fd >= 0 {
+	switch {
+	case r.file != nil:
+		r.file.Close()
+		r.file, r.fd = nil, -1
+	case r.fd >= 0:
 		unix.Close(r.fd)
 		r.fd = -1
 	}

@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/recorder"
+	"github.com/reelkit/reel/redact"
 )
 
 // discardSink counts exchanges and keeps none.
@@ -95,4 +98,62 @@ func BenchmarkProxySSE(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkProxySSERecorded is the sidecar's whole recording work per
+// streamed exchange of bench/capture's traffic (a 120-token chat request,
+// 32 OpenAI chunks, usage and [DONE]): forwarding, SSE scanning,
+// enrichment, redaction with the default policy and turn links, with a
+// sink that discards (no Parquet) and no sockets. cpu-ns/op is the
+// process's user+system CPU per exchange, the pipeline's goroutines
+// included (they run on the other core, so ns/op alone undercounts).
+func BenchmarkProxySSERecorded(b *testing.B) {
+	var pieces [][]byte
+	for range 32 {
+		pieces = append(pieces, []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":" token"}}]}`+"\n\n"))
+	}
+	pieces = append(pieces, []byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":32}}\n\ndata: [DONE]\n\n"))
+	key := []byte("bench-key-0123456789abcdef")
+	red, err := redact.New(redact.DefaultPolicy(), key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sink := &discardSink{}
+	rec := recorder.New(sink, red, recorder.Options{Pipeline: recorder.PipelineOptions{Queue: 1 << 16, QueueBytes: 1 << 30}})
+	p, err := New(Options{Upstream: &url.URL{Scheme: "http", Host: "up"}, Recorder: rec,
+		Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			io.Copy(io.Discard, r.Body)
+			return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+				Header: http.Header{"Content-Type": {"text/event-stream"}, "X-Batch-Size": {"8"}},
+				Body:   &chunkedBody{pieces: pieces}, ContentLength: -1}, nil
+		})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := `{"model":"m","stream":true,"max_tokens":32,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"` +
+		strings.Repeat("Tell me about the weather in the mountains in winter. ", 12) + `"}]}`
+	w := &flushWriter{}
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		r, _ := http.NewRequest("POST", "http://gw/v1/chat/completions", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("User-Agent", "Go-http-client/1.1")
+		w.h = http.Header{}
+		p.ServeHTTP(w, r)
+	}
+	rec.Close(context.Background())
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	if sink.n != b.N {
+		b.Fatalf("%d of %d exchanges recorded", sink.n, b.N)
+	}
+}
+
+// processCPU is the process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
