@@ -79,6 +79,9 @@ type Redactor struct {
 	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
 	jobs sync.Pool // *job
 	bufs sync.Pool // *[]byte scratch for seed
+
+	clientMu sync.Mutex        // guards clients
+	clients  map[string]string // client address → its redacted form (redactClient)
 }
 
 // New binds a policy to a dataset key (at least MinKeyBytes). A nil policy
