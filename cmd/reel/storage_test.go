@@ -182,7 +182,7 @@ func inspectAndReplay(t *testing.T, url, results string, want int) {
 		t.Errorf("inspect says %d rows, want %d", sum.Rows, want)
 	}
 	var hits atomic.Int64 // handlers run concurrently
-	shadow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	shadow := httptest.NewServer(withModelsProbe(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")

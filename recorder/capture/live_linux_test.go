@@ -310,3 +310,34 @@ func benchLoopback(b *testing.B, capturing bool, buffer int) {
 	b.ReportMetric(float64(mispaired.Load()), "mispaired")
 	b.ReportMetric(float64(snap.Packets)/sent.Seconds(), "pkts/s")
 }
+
+// Stopping the capture right after traffic still records it: the packets
+// the kernel has not yet handed over (the ring block being filled) are
+// read before Live returns.
+func TestLiveStopKeepsRecentTraffic(t *testing.T) {
+	srv := httptest.NewServer(testHandler())
+	defer srv.Close()
+	got, _, stop := startLive(t, serverPort(t, srv.URL), true)
+	const n = 5
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range n {
+		resp, err := client.Get(srv.URL + "/echo?" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	client.CloseIdleConnections()
+	stop() // at once: the last exchanges are still in the kernel's ring
+	seen := map[string]bool{}
+	for len(got) > 0 {
+		x := <-got
+		seen[x.Query] = true
+	}
+	for i := range n {
+		if !seen[strconv.Itoa(i)] {
+			t.Errorf("exchange %d sent before the stop was not recorded (recorded: %v)", i, seen)
+		}
+	}
+}
