@@ -178,7 +178,7 @@ func (r *Redactor) chainKey(domain byte) sipKey {
 // jsonEscape escapes it as JSON string content (see chain.synthesize).
 func (r *Redactor) synthesizeField(c *chain, dst, val []byte, jsonEscape bool) []byte {
 	c.reset(r.fieldKey, r.blockBytes, false)
-	return c.synthesize(dst, val, jsonEscape)
+	return c.synthesize(dst, val, jsonEscape, nil, nil)
 }
 
 // SchemeOf returns the synthesis scheme a Fingerprint names ("redact/1",
