@@ -115,10 +115,6 @@ type analysisCommand struct {
 	jsonHelp string // --json's help text
 	// flags registers the subcommand's own flags, if any.
 	flags func(fs *pflag.FlagSet)
-	// alongside, if set, starts another pass over the same datasets that
-	// runs while they are analysed, on the machine's other core (stats:
-	// sessions), and returns its wait.
-	alongside func(ctx context.Context, paths []string, ro formats.ReaderOptions) (wait func() error)
 }
 
 // analysisRun is a parsed analysisCommand, its datasets analysed.
@@ -162,19 +158,8 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	if err := refuseMixedRuns(runs, strings.Join(fs.Args(), " ")); err != nil {
 		return nil, err
 	}
-	wait := func() error { return nil }
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if c.alongside != nil {
-		wait = c.alongside(actx, fs.Args(), ro)
-	}
 	a, err := analyse(ctx, fs.Args(), opt, ro)
 	if err != nil {
-		cancel()
-		wait()
-		return nil, err
-	}
-	if err := wait(); err != nil {
 		return nil, err
 	}
 	r.a, r.paths, r.series, r.ro = a, fs.Args(), af.series, ro

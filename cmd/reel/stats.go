@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reelkit/reel/analysis"
-	"github.com/reelkit/reel/formats"
 
 	"github.com/reelkit/reel/analysis/htmlreport"
 )
@@ -45,34 +44,11 @@ flags:
 
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var sessions sessionsValue
-	var sessionStats *analysis.SessionStats
 	statsCommand := analysisCommand{
 		name: "stats", usage: statsUsage, hint: "reel stats ./capture",
 		noPaths: "no dataset given", jsonHelp: "print the stats as JSON",
 		flags: func(fs *pflag.FlagSet) {
 			registerSessions(fs, &sessions, "group requests into sessions: off, recorded (the session column) or infer (turns that carry an earlier answer)")
-		},
-		// The sessions pass reads its own few columns beside the analysis.
-		alongside: func(ctx context.Context, paths []string, ro formats.ReaderOptions) func() error {
-			if sessions.mode == analysis.SessionsOff {
-				return func() error { return nil }
-			}
-			done := make(chan error, 1)
-			go func() {
-				kind, err := analysis.DatasetKind(paths)
-				if err == nil && kind == analysis.KindExchange {
-					sessionStats, err = analysis.SessionStatsOf(ctx, paths, ro, sessions.mode, analysis.LinkerOptions{})
-				} else {
-					err = nil // results, or a dataset the analysis will refuse with its own error
-				}
-				done <- err
-			}()
-			return func() error {
-				if err := <-done; err != nil {
-					return fmt.Errorf("sessions: %w", err)
-				}
-				return nil
-			}
 		},
 	}
 	r, err := statsCommand.run(ctx, args, stdout, stderr)
@@ -80,8 +56,12 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	st := r.a.Stats()
-	if sessionStats != nil {
-		st.Sessions = sessionStats
+	if sessions.mode != analysis.SessionsOff {
+		if kind, err := analysis.DatasetKind(r.paths); err == nil && kind == analysis.KindExchange {
+			if st.Sessions, err = analysis.SessionStatsOf(ctx, r.paths, r.ro, sessions.mode, analysis.LinkerOptions{}); err != nil {
+				return fmt.Errorf("sessions: %w", err)
+			}
+		}
 	}
 	attachSignals(ctx, r.paths, st.Summary, r.series, r.ro, stderr)
 	return r.emit(stdout, "stats", st, st.WriteText, func(w io.Writer, title string) error {
