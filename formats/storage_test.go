@@ -250,3 +250,54 @@ func TestS3RestartSameInstant(t *testing.T) {
 		t.Fatalf("read %d records back, the three writers wrote %d: an upload overwrote another", len(got), len(recs))
 	}
 }
+
+// TestAzureDataset writes a dataset to Azure Blob Storage (Azurite), reads
+// it back by URL in the Hive layout, compacts it in place and reads it
+// again.
+func TestAzureDataset(t *testing.T) {
+	a := storetest.StartAzurite(t)
+	a.Register(t)
+	url := a.Container(t, "traffic") + "/gw1"
+	recs := exchangesOver(2000, 20*time.Minute) // 09:58 → 10:18: two hours
+	st := writeAll(t, WriterOptions{Dir: url, SpoolDir: t.TempDir(), Recorder: "gw1", RotateSize: 64 << 10}, recs)
+	if st.FilesClosed < 3 || st.Uploaded != st.FilesClosed || st.UploadErrors != 0 {
+		t.Fatalf("stats %+v: want every closed file uploaded", st)
+	}
+	files, err := ListFiles([]string{url + "/**/*.parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hive := regexp.MustCompile(`^azblob://traffic/gw1/dt=2025-03-14/hour=(09|10)/gw1-[0-9TZ.]+-[0-9]+\.parquet$`)
+	for _, f := range files {
+		if !hive.MatchString(f) {
+			t.Errorf("listed %s: not the Hive layout under the URL", f)
+		}
+	}
+	if int64(len(files)) != st.FilesClosed {
+		t.Fatalf("listed %d files, %d were uploaded", len(files), st.FilesClosed)
+	}
+	check := func(when string) {
+		t.Helper()
+		got := readAll[Exchange](t, []string{url}, ReaderOptions{})
+		if len(got) != len(recs) {
+			t.Fatalf("%s: read %d records, wrote %d", when, len(got), len(recs))
+		}
+		for i := range got {
+			if got[i].Seq != recs[i].Seq || string(got[i].ReqBody) != string(recs[i].ReqBody) {
+				t.Fatalf("%s: record %d is seq %d, want %d", when, i, got[i].Seq, recs[i].Seq)
+			}
+		}
+	}
+	check("written")
+	hours, err := Compact(context.Background(), url, CompactOptions{MinAge: -1, Level: testCompactLevel, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hours) != 2 || hours[0].Action != "compacted" {
+		t.Fatalf("compact: %+v", hours)
+	}
+	if files, err = ListFiles([]string{url}); err != nil || len(files) != 2 {
+		t.Fatalf("after compaction: %v, %v", files, err)
+	}
+	check("compacted")
+}

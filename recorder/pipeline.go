@@ -37,6 +37,13 @@ type PipelineOptions struct {
 // bounded queue, workers that Enrich and redact, and one writer. It is
 // fail-open: Submit never blocks, and an exchange that cannot be queued or
 // written is dropped and counted by reason.
+//
+// Exchanges travel as batches: what a source hands over at once
+// (SubmitBatch: passive capture's exchanges of one ring block) is one
+// channel send to a worker and one to the writer, so each goroutine wakes
+// once per batch rather than once per exchange. A parked goroutine's
+// wake-up costs the process a futex call and a context switch, more than
+// an exchange's parsing on a quiet machine.
 type pipeline struct {
 	sink          Sink
 	red           Redactor
@@ -44,21 +51,22 @@ type pipeline struct {
 	m             *Metrics
 	sessionFields []string // Config.SessionFields
 
-	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
+	mu      sync.RWMutex // guards closed, closing, adding to later, sending on queue and on lateWake
 	closed  bool
-	closing bool           // Close has begun: SubmitLater refuses
-	later   sync.WaitGroup // SubmitLater goroutines not yet submitted
-	queue   chan item
+	closing bool           // Close has begun: SubmitLater refuses; lateWake is closed
+	later   sync.WaitGroup // SubmitLater builds not yet submitted
+	late    lateQueue      // SubmitLater builds waiting for the late goroutine
+	queue   chan batch
 	// stop is closed by Close before it takes mu, so a SubmitWait blocked
 	// on a full queue (holding mu's read lock) gives up instead of holding
 	// Close past its ctx.
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	queued   atomic.Int64 // exchanges in queue
+	queued   atomic.Int64 // exchanges in queue (its bound is opts.Queue)
 	qbytes   atomic.Int64 // body bytes queued or being written
 	lastWarn atomic.Int64 // unix ns of the last Warn call
-	written  chan item
+	written  chan batch
 	cpu      chan struct{}   // a token per stage that may run at once; see NewPipeline
 	done     chan struct{}   // closed when the writer has closed the sink
 	closeCtx context.Context // Close's ctx, set before the queue is closed
@@ -85,8 +93,10 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 	}
 	p := &pipeline{
 		sink: sink, red: red, opts: opts, m: opts.Metrics, sessionFields: sessionFields,
-		queue:   make(chan item, opts.Queue),
-		written: make(chan item, opts.Workers*4),
+		// Every batch holds at least one exchange and queued never passes
+		// opts.Queue, so a send on queue never finds it full.
+		queue:   make(chan batch, opts.Queue),
+		written: make(chan batch, opts.Workers*4),
 		// Recording work (redaction, Parquet encoding, a row group's
 		// compression) runs while requests are being forwarded in the same
 		// process. A goroutine keeps its P until it blocks or the runtime
@@ -107,6 +117,8 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 	}
 	go func() { wg.Wait(); close(p.written) }()
 	go p.write()
+	p.late.wake = make(chan struct{}, 1)
+	go p.runLate()
 	return p
 }
 
@@ -114,50 +126,66 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 // was dropped (queue full, byte bound reached, pipeline closed); the drop
 // is counted. The pipeline owns x afterwards.
 func (p *pipeline) Submit(x *formats.Exchange) bool {
-	size := int64(len(x.ReqBody) + len(x.RespBody))
+	return p.SubmitBatch([]*formats.Exchange{x}) == 1
+}
+
+// SubmitBatch queues xs for recording as one batch, without blocking, and
+// reports how many it queued: each exchange is admitted or dropped as
+// Submit would (in order, so when the queue fills the tail is dropped),
+// each drop counted. The pipeline owns the exchanges afterwards, not xs.
+func (p *pipeline) SubmitBatch(xs []*formats.Exchange) int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		p.m.Dropped.WithLabelValues(DropClosed).Inc()
-		return false
+		p.m.Dropped.WithLabelValues(DropClosed).Add(float64(len(xs)))
+		return 0
 	}
-	if p.qbytes.Add(size) > p.opts.QueueBytes && size > 0 {
-		p.qbytes.Add(-size)
-		p.m.Dropped.WithLabelValues(DropQueueBytes).Inc()
-		return false
+	b := make(batch, 0, len(xs))
+	for _, x := range xs {
+		size := int64(len(x.ReqBody) + len(x.RespBody))
+		if p.qbytes.Add(size) > p.opts.QueueBytes && size > 0 {
+			p.qbytes.Add(-size)
+			p.m.Dropped.WithLabelValues(DropQueueBytes).Inc()
+			continue
+		}
+		if p.queued.Add(1) > int64(p.opts.Queue) {
+			p.queued.Add(-1)
+			p.qbytes.Add(-size)
+			p.m.Dropped.WithLabelValues(DropQueueFull).Inc()
+			continue
+		}
+		b = append(b, item{x, size})
 	}
-	select {
-	case p.queue <- item{x, size}:
-		p.m.QueueDepth.Set(float64(p.queued.Add(1)))
-		return true
-	default:
-		p.qbytes.Add(-size)
-		p.m.Dropped.WithLabelValues(DropQueueFull).Inc()
-		return false
+	if len(b) == 0 {
+		return 0
 	}
+	p.queue <- b // never blocks: see newPipeline
+	p.m.QueueDepth.Set(float64(p.queued.Load()))
+	return len(b)
 }
 
-// SubmitLater runs build on a goroutine of its own and submits what it
+// SubmitLater runs build off the caller's goroutine and submits what it
 // returns (nil: nothing), as Submit does. The proxy hands an exchange over
 // this way as its handler returns: a chunked response (an event stream)
 // ends only when the server writes its last chunk after the handler, and
 // assembling the exchange and waking a recording worker would otherwise
-// come first. Close waits for these goroutines before it closes the queue.
+// come first. The builds run on one goroutine, gathered for lateDelay and
+// submitted as one batch (runLate). Close waits for them before it closes
+// the queue.
 func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
 	p.mu.RLock()
+	defer p.mu.RUnlock()
 	if p.closing {
-		p.mu.RUnlock()
 		p.m.Dropped.WithLabelValues(DropClosed).Inc()
 		return
 	}
 	p.later.Add(1)
-	p.mu.RUnlock()
-	go func() {
-		defer p.later.Done()
-		if x := build(); x != nil {
-			p.Submit(x)
+	if p.late.add(build) {
+		select {
+		case p.late.wake <- struct{}{}:
+		default:
 		}
-	}()
+	}
 }
 
 // SubmitWait queues x for recording, waiting for room instead of dropping:
@@ -175,9 +203,9 @@ func (p *pipeline) SubmitWait(ctx context.Context, x *formats.Exchange) error {
 
 func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 	size := int64(len(x.ReqBody) + len(x.RespBody))
-	// Wait for the byte bound without holding the lock, so Close is never
-	// held up; an exchange larger than the bound goes in alone.
-	for p.qbytes.Load()+size > p.opts.QueueBytes && p.queued.Load() > 0 {
+	// Wait for room without holding the lock, so Close is never held up;
+	// an exchange larger than the byte bound goes in alone.
+	for (p.qbytes.Load()+size > p.opts.QueueBytes || p.queued.Load() >= int64(p.opts.Queue)) && p.queued.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -192,14 +220,20 @@ func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 		return ErrPipelineClosed
 	}
 	p.qbytes.Add(size)
+	// Several SubmitWaits may pass the wait above at once and take queue
+	// slots beyond opts.Queue; each batch still has one exchange, so the
+	// channel (opts.Queue batches) is what they wait on then.
+	p.queued.Add(1)
 	select {
-	case p.queue <- item{x, size}:
-		p.m.QueueDepth.Set(float64(p.queued.Add(1)))
+	case p.queue <- batch{{x, size}}:
+		p.m.QueueDepth.Set(float64(p.queued.Load()))
 		return nil
 	case <-ctx.Done():
+		p.queued.Add(-1)
 		p.qbytes.Add(-size)
 		return ctx.Err()
 	case <-p.stop:
+		p.queued.Add(-1)
 		p.qbytes.Add(-size)
 		return ErrPipelineClosed
 	}
@@ -209,25 +243,31 @@ func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 // Close.
 var ErrPipelineClosed = errors.New("recording pipeline closed")
 
-// work enriches and redacts queued exchanges.
+// work enriches and redacts queued exchanges, a batch at a time.
 func (p *pipeline) work() {
-	for it := range p.queue {
-		x := it.x
-		p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
+	for b := range p.queue {
+		p.m.QueueDepth.Set(float64(p.queued.Add(-int64(len(b)))))
 		p.cpu <- struct{}{}
-		if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
-			x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
-		}
-		EnrichWith(x, p.opts.PromptTokens)
-		if p.red != nil {
-			p.red.RedactExchange(x)
-			if x.RedactErr != "" {
-				p.m.RedactionErrors.Inc()
-			}
-			capRedacted(x, p.opts.maxBody)
+		for _, it := range b {
+			p.prepare(it.x)
 		}
 		<-p.cpu
-		p.written <- it
+		p.written <- b
+	}
+}
+
+// prepare enriches and redacts x.
+func (p *pipeline) prepare(x *formats.Exchange) {
+	if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
+		x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
+	}
+	EnrichWith(x, p.opts.PromptTokens)
+	if p.red != nil {
+		p.red.RedactExchange(x)
+		if x.RedactErr != "" {
+			p.m.RedactionErrors.Inc()
+		}
+		capRedacted(x, p.opts.maxBody)
 	}
 }
 
@@ -246,29 +286,36 @@ func (p *pipeline) countLost(lost *int64) {
 	}
 }
 
-// write hands exchanges to the sink one at a time, then closes it.
+// write hands exchanges to the sink one at a time, a batch per turn, then
+// closes it.
 func (p *pipeline) write() {
 	defer close(p.done)
 	var lost int64
 	defer p.countLost(&lost)
-	for it := range p.written {
-		x := it.x
+	for b := range p.written {
 		p.cpu <- struct{}{}
-		start := time.Now()
-		err := p.sink.Write(x)
-		p.m.WriteSeconds.Observe(time.Since(start).Seconds())
-		<-p.cpu
-		if err != nil {
-			p.m.Dropped.WithLabelValues(DropWrite).Inc()
-			p.warn(fmt.Errorf("write exchange %d: %w (exchange dropped, traffic unaffected)", x.Seq, err))
-		} else {
-			p.m.Recorded.Inc()
-			p.m.Bytes.Add(float64(len(x.ReqBody) + len(x.RespBody)))
+		for _, it := range b {
+			p.writeOne(it)
+			p.countLost(&lost)
 		}
-		p.countLost(&lost)
-		p.qbytes.Add(-it.size)
+		<-p.cpu
 	}
 	p.closeErr = p.sink.Close(p.closeCtx)
+}
+
+func (p *pipeline) writeOne(it item) {
+	x := it.x
+	start := time.Now()
+	err := p.sink.Write(x)
+	p.m.WriteSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		p.m.Dropped.WithLabelValues(DropWrite).Inc()
+		p.warn(fmt.Errorf("write exchange %d: %w (exchange dropped, traffic unaffected)", x.Seq, err))
+	} else {
+		p.m.Recorded.Inc()
+		p.m.Bytes.Add(float64(len(x.ReqBody) + len(x.RespBody)))
+	}
+	p.qbytes.Add(-it.size)
 }
 
 // capRedacted holds the body cap after redaction: a redacted body can be
@@ -296,6 +343,9 @@ type item struct {
 	size int64
 }
 
+// batch is what one channel send carries through the pipeline.
+type batch []item
+
 func (p *pipeline) warn(err error) {
 	if p.opts.Warn == nil {
 		return
@@ -314,7 +364,10 @@ func (p *pipeline) warn(err error) {
 func (p *pipeline) Close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.mu.Lock()
-	p.closing = true
+	if !p.closing {
+		p.closing = true
+		close(p.late.wake) // SubmitLater sends on it only before closing, under mu
+	}
 	p.mu.Unlock()
 	later := make(chan struct{})
 	go func() { p.later.Wait(); close(later) }()

@@ -212,6 +212,28 @@ func (r *Recorder) Record(x *formats.Exchange) {
 	r.pipe.Submit(x)
 }
 
+// RecordBatch is Record for exchanges a passive source hands over at once
+// (live capture: those completed by one ring block): it applies Want to
+// each and queues the kept ones as one batch, so the recording goroutines
+// wake once for all of them. The recorder owns the exchanges afterwards;
+// xs itself is the caller's again when RecordBatch returns (its elements
+// are overwritten).
+func (r *Recorder) RecordBatch(xs []*formats.Exchange) {
+	kept := xs[:0]
+	for _, x := range xs {
+		if r.want(x.Method, x.Host, x.Path, x.Session, x.ConnID, x.Client) {
+			kept = append(kept, x)
+		}
+	}
+	if r.wait {
+		for _, x := range kept {
+			r.pipe.SubmitWait(context.Background(), x)
+		}
+		return
+	}
+	r.pipe.SubmitBatch(kept)
+}
+
 // Submit queues x for recording without blocking and without asking Want.
 // It reports false when x was dropped (queue full, byte bound reached,
 // recorder closed); the drop is counted. The recorder owns x afterwards.

@@ -46,7 +46,8 @@ func sipReference(c, d int, k sipKey, msg []byte) uint64 {
 // TestSipHashVectors checks the reference SipHash-2-4 against the vectors
 // of the authors' implementation (key 00..0f, message 00..n-1), then the
 // streaming SipHash-1-3 of the chain against the reference at 1-3, written
-// whole and in every split into pieces of 1 and more bytes.
+// whole and in every split into pieces of 1 and more bytes, with write
+// and with writeShort.
 func TestSipHashVectors(t *testing.T) {
 	key := sipKey{k0: 0x0706050403020100, k1: 0x0f0e0d0c0b0a0908}
 	msg := make([]byte, 64)
@@ -72,6 +73,16 @@ func TestSipHashVectors(t *testing.T) {
 			}
 			if got := s.sum(); got != want {
 				t.Fatalf("n=%d split=%d: %#x, want %#x", n, split, got, want)
+			}
+			// writeShort, in pieces of 1 to 8 bytes after the split.
+			s.init(key)
+			s.write(msg[:split])
+			for p, k := split, 1; p < n; p, k = p+k, k%8+1 {
+				piece := msg[p:min(p+k, n)]
+				s.writeShort(load64(piece), len(piece))
+			}
+			if got := s.sum(); got != want {
+				t.Fatalf("writeShort n=%d split=%d: %#x, want %#x", n, split, got, want)
 			}
 		}
 	}
@@ -277,6 +288,15 @@ func TestGoldenSynthesis(t *testing.T) {
 	}
 	fmt.Fprintf(&out, "\n== response.sse\n%s", b.Data)
 	fmt.Fprintf(&out, "\n== field\n%s\n", r.SynthesizeString("Jane Doe, 12 Baker Street"))
+	// Every script class, escapes, controls, camelCase, acronyms, long
+	// runs, astral and other-script letters, and (as text) invalid UTF-8.
+	scripts := `{"messages":[{"role":"user","content":"Привет мир, Καλημέρα κόσμε! ひらがな カタカナー・テスト 한국어 텍스트 naïve café ÀÉÎ Straße iPhoneX McDonald's API JSON HTTPServer supercalifragilisticexpialidocious antidisestablishmentarianism 3.14 +1-555-0100 ١٢٣ ٤٥ \"quoted\" back\\slash \ttab\nnewline \u0001ctrl \ud840\udc00 㐀 𠀁 עברית العربية हिन्दी ไทย 人工智能模型的训练数据 鑫淼焱"}]}`
+	b, err = r.RedactRequestBody("application/json", "", []byte(scripts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "\n== scripts.json\n%s\nprefix_hashes: %v\n", b.Data, b.PrefixHashes)
+	fmt.Fprintf(&out, "\n== invalid.txt\n%q\n", r.RedactText([]byte("bad \xff\xfe bytes a\xe4b c\xe4\xb8 done \xf0\x9f")))
 
 	golden := filepath.Join("testdata", "golden", strings.ReplaceAll(Scheme, "/", "")+".txt")
 	if *update {

@@ -15,7 +15,7 @@ const maxJSONDepth = 512
 type editKind uint8
 
 const (
-	editSynth editKind = iota // a string whose new content is synth[a:b]
+	editSynth editKind = iota // a string whose new content is synth[a:b], already JSON-escaped
 	editText                  // a string whose new content is text[a:b]
 	editRaw                   // a number replaced by text[a:b]
 	editTail                  // unparsable remainder replaced by synth[a:b], unquoted
@@ -144,20 +144,20 @@ func (j *job) redactJSON(out, in []byte) []byte {
 		j.edits = append(j.edits, edit{start: j.errPos, end: len(in), kind: editTail, expl: j.note("", "text", "not JSON from here: synthetic text", "", in[j.errPos:])})
 		j.segs = append(j.segs, segment{text: in[j.errPos:], key: "", edit: len(j.edits) - 1})
 	}
-	if j.r.topics != nil && !j.allPrompt {
-		for _, s := range j.segs {
-			if s.edit >= 0 { // kept values (roles, tool names) name no topic
-				j.r.topics.scan(s.text, &j.topics)
-			}
-		}
+	// Keywords are found in the synthesized values as they are synthesized
+	// (kept values, roles and tool names, name no topic).
+	var topics *topicIndex
+	if !j.allPrompt {
+		topics = j.r.topics
 	}
-	j.runChain()
+	j.runChain(topics)
 	return j.write(out)
 }
 
 // runChain feeds every segment to the chain in document order and
-// synthesizes the ones that are not kept.
-func (j *job) runChain() {
+// synthesizes the ones that are not kept, recording topics' keywords in
+// those (nil: none).
+func (j *job) runChain(topics *topicIndex) {
 	for _, s := range j.segs {
 		j.chain.field(s.key)
 		if s.edit < 0 {
@@ -165,8 +165,8 @@ func (j *job) runChain() {
 			continue
 		}
 		start := len(j.synth)
-		j.synth = j.chain.synthesize(j.synth, s.text)
 		e := &j.edits[s.edit]
+		j.synth = j.chain.synthesize(j.synth, s.text, e.kind == editSynth, topics, &j.topics)
 		e.a, e.b = start, len(j.synth)
 	}
 }
@@ -209,7 +209,7 @@ func (j *job) write(out []byte) []byte {
 		switch e.kind {
 		case editSynth:
 			out = append(out, '"')
-			out = appendJSONEscaped(out, j.synth[e.a:e.b])
+			out = append(out, j.synth[e.a:e.b]...)
 			out = append(out, '"')
 		case editText:
 			out = append(out, '"')
@@ -222,9 +222,12 @@ func (j *job) write(out []byte) []byte {
 		}
 		if e.expl >= 0 {
 			var after []byte
-			if e.kind == editSynth || e.kind == editTail {
+			switch e.kind {
+			case editSynth:
+				after, _ = appendDecoded(nil, j.synth[e.a:e.b])
+			case editTail:
 				after = j.synth[e.a:e.b]
-			} else {
+			default:
 				after = j.text[e.a:e.b]
 			}
 			j.expl[e.expl].After = string(after)
@@ -507,7 +510,7 @@ func (j *job) stringValue() bool {
 		j.r.topics.scan(val, &j.topics)
 	}
 	a := len(j.synth)
-	j.synth = j.r.synthesizeField(&j.field, j.synth, val)
+	j.synth = j.r.synthesizeField(&j.field, j.synth, val, true)
 	j.edits = append(j.edits, edit{start: s, end: end, kind: editSynth, a: a, b: len(j.synth), expl: j.note("", "synthetic", "not allow-listed: synthetic text keyed by the field's value", "", val)})
 	return true
 }
@@ -670,27 +673,38 @@ func hex4(b []byte) (rune, bool) {
 
 // appendJSONEscaped appends s as JSON string content.
 func appendJSONEscaped(dst, s []byte) []byte {
-	const hexDigits = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+		if c := s[i]; jsonNeedsEscape[c] {
+			dst = append(dst, s[start:i]...)
+			dst = appendJSONEscapedByte(dst, c)
+			start = i + 1
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
 	}
 	return append(dst, s[start:]...)
+}
+
+// jsonNeedsEscape marks the bytes JSON string content escapes: controls,
+// '"' and '\\'.
+var jsonNeedsEscape = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c < 0x20 || c == '"' || c == '\\'
+	}
+	return t
+}()
+
+// appendJSONEscapedByte appends the escape of c, a jsonNeedsEscape byte.
+func appendJSONEscapedByte(dst []byte, c byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }

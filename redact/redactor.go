@@ -79,6 +79,9 @@ type Redactor struct {
 	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
 	jobs sync.Pool // *job
 	bufs sync.Pool // *[]byte scratch for seed
+
+	clientMu sync.Mutex        // guards clients
+	clients  map[string]string // client address → its redacted form (redactClient)
 }
 
 // New binds a policy to a dataset key (at least MinKeyBytes). A nil policy
@@ -172,9 +175,10 @@ func (r *Redactor) chainKey(domain byte) sipKey {
 // synthesizeField appends synthetic text for a string keyed by its own
 // value (a field outside prompt scope): a chain of its own, so the same
 // value always gives the same text, unrelated to any other value's.
-func (r *Redactor) synthesizeField(c *chain, dst, val []byte) []byte {
+// jsonEscape escapes it as JSON string content (see chain.synthesize).
+func (r *Redactor) synthesizeField(c *chain, dst, val []byte, jsonEscape bool) []byte {
 	c.reset(r.fieldKey, r.blockBytes, false)
-	return c.synthesize(dst, val)
+	return c.synthesize(dst, val, jsonEscape, nil, nil)
 }
 
 // SchemeOf returns the synthesis scheme a Fingerprint names ("redact/1",
@@ -213,7 +217,7 @@ func (r *Redactor) seed(domain byte, parts ...string) rng {
 // same rune count and script classes, deterministic per key.
 func (r *Redactor) SynthesizeString(s string) string {
 	var c chain
-	return string(r.synthesizeField(&c, make([]byte, 0, len(s)), []byte(s)))
+	return string(r.synthesizeField(&c, make([]byte, 0, len(s)), []byte(s), false))
 }
 
 func clonePolicy(p *Policy) Policy {

@@ -60,8 +60,27 @@ const (
 	classLetter                      // letters of any other script
 )
 
-// classify returns the synthesis class of r.
+// classify returns the synthesis class of r: from classTable below
+// U+3400 (ASCII, the alphabetic scripts, general and CJK punctuation, kana),
+// computed otherwise.
 func classify(r rune) scriptClass {
+	if uint32(r) < uint32(len(classTable)) {
+		return classTable[r]
+	}
+	return classifyRune(r)
+}
+
+// classTable holds classifyRune of every rune below U+3400, so the runes
+// between words of most text cost a load, not a walk of Unicode's tables.
+var classTable = func() (t [0x3400]scriptClass) {
+	for r := range t {
+		t[r] = classifyRune(rune(r))
+	}
+	return t
+}()
+
+// classifyRune is the definition of classify.
+func classifyRune(r rune) scriptClass {
 	switch {
 	case r < 0x80:
 		switch {

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -136,6 +137,19 @@ func load64(p []byte) uint64 {
 	return 0
 }
 
+// writeShort writes the n ≤ 8 bytes held little-endian in v (the bytes
+// above them zero).
+func (s *sipState) writeShort(v uint64, n int) {
+	fill := uint(s.n & 7)
+	s.n += uint64(n)
+	t := s.tail | v<<(8*fill)
+	if fill+uint(n) >= 8 {
+		s.compress(t)
+		t = v >> (8 * (8 - fill)) // 0 when fill is 0
+	}
+	s.tail = t
+}
+
 func (s *sipState) writeByte(c byte) {
 	fill := s.n & 7
 	s.tail |= uint64(c) << (8 * fill)
@@ -258,7 +272,12 @@ func (s *synthesizer) cutAt(i int) {
 // draw absorbs the text up to end (the end of a word) and returns a
 // generator seeded with the digest of everything so far.
 func (s *synthesizer) draw(end int) rng {
-	s.c.st.write(s.src[s.done:end])
+	if n := end - s.done; n <= 8 && len(s.src)-s.done >= 8 {
+		// A word and the bytes before it, most often: one load, no loop.
+		s.c.st.writeShort(binary.LittleEndian.Uint64(s.src[s.done:])&(1<<(8*n)-1), n)
+	} else {
+		s.c.st.write(s.src[s.done:end])
+	}
 	s.c.sinceCut += end - s.done
 	s.done = end
 	return rng{s: s.c.st.sum()}
@@ -271,8 +290,12 @@ func (s *synthesizer) draw(end int) rng {
 // kana and Hangul characters (each a word of its own) become common
 // characters of their script; Cyrillic, Greek and other letter runs become
 // letters of their script; whitespace, punctuation, symbols and marks stay.
-// Invalid UTF-8 becomes U+FFFD, one rune per bad byte.
-func (c *chain) synthesize(dst, src []byte) []byte {
+// Invalid UTF-8 becomes U+FFFD, one rune per bad byte. With jsonEscape
+// the kept bytes JSON escapes are appended escaped (synthetic letters never
+// need it), so the text goes into a JSON string without a second pass.
+// With topics, the keywords in src are recorded in ts on the way, exactly
+// as topics.scan(src, ts) would (TestTopicsFoundWhileSynthesizing).
+func (c *chain) synthesize(dst, src []byte, jsonEscape bool, topics *topicIndex, ts *topicScan) []byte {
 	s := synthesizer{c: c, src: src}
 	han := hanPair{}
 	for i := 0; i < len(src); {
@@ -282,31 +305,57 @@ func (c *chain) synthesize(dst, src []byte) []byte {
 			case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
 				s.wordStart(i)
 				j, n, upper := latinRun(src, i)
+				if topics != nil {
+					topics.wordAt(src, i, ts)
+					if j-i != n { // non-ASCII letters inside: more starts
+						topics.scanRange(src, i+1, j, ts)
+					}
+				}
 				g := s.draw(j)
 				dst = appendWord(dst, n, upper, &g)
 				i = j
 			case b >= '0' && b <= '9':
 				s.wordStart(i)
+				if topics != nil {
+					topics.wordAt(src, i, ts)
+				}
 				j := skipDigits(src, i)
 				g := s.draw(j)
 				for ; i < j; i++ {
 					dst = append(dst, byte('0'+g.intn(10)))
 				}
 			default:
-				dst = append(dst, b)
+				if topics != nil {
+					topics.runeAt(src, i, ts)
+				}
+				if jsonEscape && jsonNeedsEscape[b] {
+					dst = appendJSONEscapedByte(dst, b)
+				} else {
+					dst = append(dst, b)
+				}
 				i++
 			}
 			han.open = false
 			continue
 		}
-		r, size := utf8.DecodeRune(src[i:])
-		if r == utf8.RuneError && size <= 1 {
-			dst = append(dst, "\uFFFD"...)
-			i++
-			han.open = false
-			continue
+		if topics != nil {
+			topics.runeAt(src, i, ts)
 		}
-		class := classify(r)
+		var r rune
+		var size int
+		var class scriptClass
+		if r, size = decodeHan(src[i:]); size > 0 {
+			class = classHan
+		} else {
+			r, size = utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size <= 1 {
+				dst = append(dst, "\uFFFD"...)
+				i++
+				han.open = false
+				continue
+			}
+			class = classify(r)
+		}
 		if class != classHan {
 			han.open = false
 		}
@@ -314,6 +363,9 @@ func (c *chain) synthesize(dst, src []byte) []byte {
 		case classLatin:
 			s.wordStart(i)
 			j, n, upper := latinRun(src, i)
+			if topics != nil {
+				topics.scanRange(src, i+1, j, ts)
+			}
 			g := s.draw(j)
 			dst = appendWord(dst, n, upper, &g)
 			i = j
@@ -330,8 +382,11 @@ func (c *chain) synthesize(dst, src []byte) []byte {
 			s.wordStart(i)
 			j := runOf(src, i, class)
 			g := s.draw(j)
-			for i < j {
+			for k := i; i < j; {
 				r, size := utf8.DecodeRune(src[i:])
+				if topics != nil && i > k {
+					topics.runeAt(src, i, ts)
+				}
 				dst = utf8.AppendRune(dst, letterOf(class, r, &g))
 				i += size
 			}
@@ -343,6 +398,20 @@ func (c *chain) synthesize(dst, src []byte) []byte {
 	}
 	c.absorb(src[s.done:])
 	return dst
+}
+
+// decodeHan decodes a character of the CJK Unified Ideographs block
+// (U+4E00–U+9FFF, three bytes in UTF-8: most of Chinese text) at the
+// start of p without the general decoder; size 0 for anything else.
+func decodeHan(p []byte) (r rune, size int) {
+	if len(p) < 3 || p[0] < 0xE4 || p[0] > 0xE9 || p[1]&0xC0 != 0x80 || p[2]&0xC0 != 0x80 {
+		return 0, 0
+	}
+	r = rune(p[0]&0x0F)<<12 | rune(p[1]&0x3F)<<6 | rune(p[2]&0x3F)
+	if r < 0x4E00 {
+		return 0, 0
+	}
+	return r, 3
 }
 
 // runOf returns the end of the run of class-class letters at src[i:].
@@ -385,8 +454,8 @@ func letterOf(class scriptClass, r rune, g *rng) rune {
 // second character is drawn among the words that start with the first, from
 // the digest that includes it.
 type hanPair struct {
-	open    bool
-	seconds []rune // second characters of the words that start like the open one
+	open bool
+	word int32 // index in hanPairWords of the open word (an index, not its slice: no pointer write per character)
 }
 
 func (h *hanPair) next(dst []byte, r rune, g *rng) []byte {
@@ -396,12 +465,13 @@ func (h *hanPair) next(dst []byte, r rune, g *rng) []byte {
 	}
 	if h.open {
 		h.open = false
-		return utf8.AppendRune(dst, h.seconds[g.intn(len(h.seconds))])
+		seconds := hanPairWords[h.word].seconds
+		return utf8.AppendRune(dst, seconds[g.intn(len(seconds))])
 	}
 	if g.intn(100) < hanWordPercent {
-		w := &hanPairWords[g.intn(len(hanPairWords))]
-		h.open, h.seconds = true, w.seconds
-		return utf8.AppendRune(dst, w.first)
+		k := g.intn(len(hanPairWords))
+		h.open, h.word = true, int32(k)
+		return utf8.AppendRune(dst, hanPairWords[k].first)
 	}
 	return utf8.AppendRune(dst, hanRunes[g.intn(len(hanRunes))])
 }
@@ -490,16 +560,18 @@ func appendWord(dst []byte, n int, upper uint64, g *rng) []byte {
 				k--
 			}
 		}
-		b := wordsByLen[k]
-		dst = append(dst, b[g.intn(len(b))]...)
+		b := wordSlots[k]
+		w := &b[g.intn(len(b))]
+		l := len(dst)
+		dst = slices.Grow(dst, len(w))[:l+len(w)]
+		*(*wordSlot)(dst[l:]) = *w
+		dst = dst[:l+k]
 		n -= k
 	}
-	if upper != 0 {
-		w := dst[start:]
-		for p := 0; p < len(w) && p < 64; p++ {
-			if upper&(1<<p) != 0 {
-				w[p] -= 'a' - 'A'
-			}
+	w := dst[start:]
+	for m := upper; m != 0; m &= m - 1 {
+		if p := bits.TrailingZeros64(m); p < len(w) {
+			w[p] -= 'a' - 'A'
 		}
 	}
 	return dst

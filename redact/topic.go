@@ -12,7 +12,8 @@ type topicIndex struct {
 	rules     []topicRule
 	first     [256][]topicKeyword // keywords by their first byte
 	isFirst   [256]bool
-	pair      [1024]uint64   // bit set of the first two (lower-cased) bytes of every keyword
+	byteFlags [256]uint8     // flagFirst, flagAlnum, flagShort by raw byte
+	lead      [64]uint64     // bit set of the hashed first three (lower-cased) bytes of every keyword (leadHash)
 	firstList []topicKeyword // all keywords, by id
 }
 
@@ -22,14 +23,28 @@ type topicKeyword struct {
 	id   int // distinct per (rule, keyword)
 }
 
-func (ix *topicIndex) setPair(a, b byte) {
-	k := int(a)<<8 | int(b)
-	ix.pair[k>>6] |= 1 << (k & 63)
+// Flags of a raw byte for scan.
+const (
+	flagFirst = 1 << iota // a keyword may start with it (isFirst)
+	flagAlnum             // ASCII letter or digit: a word's start, the rest of its run skipped
+	flagShort             // a keyword of one or two bytes starts with it: no mayStart filter
+)
+
+// leadHash maps three lower-cased bytes to a bit of topicIndex.lead.
+func leadHash(a, b, c byte) uint32 {
+	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> 20
 }
 
-func (ix *topicIndex) hasPair(a, b byte) bool {
-	k := int(a)<<8 | int(b)
-	return ix.pair[k>>6]&(1<<(k&63)) != 0
+func (ix *topicIndex) setLead(a, b, c byte) {
+	h := leadHash(a, b, c)
+	ix.lead[h>>6] |= 1 << (h & 63)
+}
+
+// mayStart reports whether a keyword may start with the three bytes at
+// s[0:3] (false positives possible, no false negatives).
+func (ix *topicIndex) mayStart(s []byte) bool {
+	h := leadHash(lowerASCII[s[0]], lowerASCII[s[1]], lowerASCII[s[2]])
+	return ix.lead[h>>6]&(1<<(h&63)) != 0
 }
 
 func compileTopics(rules []TopicRule) *topicIndex {
@@ -52,17 +67,26 @@ func compileTopics(rules []TopicRule) *topicIndex {
 			if w[0] >= 'a' && w[0] <= 'z' {
 				ix.isFirst[w[0]-('a'-'A')] = true // isFirst is indexed by the raw byte
 			}
-			if len(w) > 1 {
-				ix.setPair(w[0], w[1])
+			if len(w) >= 3 {
+				ix.setLead(w[0], w[1], w[2])
 			} else {
-				for c := range 256 {
-					ix.setPair(w[0], byte(c))
+				ix.byteFlags[w[0]] |= flagShort
+				if w[0] >= 'a' && w[0] <= 'z' {
+					ix.byteFlags[w[0]-('a'-'A')] |= flagShort
 				}
 			}
 			ix.firstList = append(ix.firstList, k)
 			id++
 		}
 		ix.rules = append(ix.rules, tr)
+	}
+	for c := range 256 {
+		if ix.isFirst[c] {
+			ix.byteFlags[c] |= flagFirst
+		}
+		if asciiAlnum[c] {
+			ix.byteFlags[c] |= flagAlnum
+		}
 	}
 	return ix
 }
@@ -93,20 +117,66 @@ var lowerASCII = func() (t [256]byte) {
 }()
 
 // scan records the keywords found in text (case-insensitive for ASCII;
-// ASCII keywords only at word starts).
-func (ix *topicIndex) scan(text []byte, ts *topicScan) {
-	for i := 0; i+1 < len(text); i++ {
-		if !ix.isFirst[text[i]] {
+// ASCII keywords only at word starts). Past a word start the rest of an
+// ASCII letter-or-digit run is skipped: no keyword can start inside it.
+func (ix *topicIndex) scan(text []byte, ts *topicScan) { ix.scanRange(text, 0, len(text), ts) }
+
+// scanRange is scan over the keyword starts in text[from:to] (a keyword
+// may run on past to).
+func (ix *topicIndex) scanRange(text []byte, from, to int, ts *topicScan) {
+	i := from
+	if i > 0 && i < to && asciiAlnum[text[i-1]] {
+		for i < to && asciiAlnum[text[i]] { // inside a word: not a start
+			i++
+		}
+	}
+	for ; i < to && i+1 < len(text); i++ {
+		f := ix.byteFlags[text[i]]
+		if f == 0 {
 			continue
 		}
-		c := lowerASCII[text[i]]
-		if !ix.hasPair(c, lowerASCII[text[i+1]]) || (asciiAlnum[c] && i > 0 && asciiAlnum[text[i-1]]) {
-			continue
-		}
-		for _, k := range ix.first[c] {
-			if ts.seen[k.id] || !hasPrefixFold(text[i:], k.word) {
-				continue
+		ix.at(text, i, ts)
+		if f&flagAlnum != 0 {
+			for i+1 < to && asciiAlnum[text[i+1]] {
+				i++
 			}
+		}
+	}
+}
+
+// at records the keywords starting at text[p], a keyword start (p+1 <
+// len(text): scan never looks at the last byte).
+func (ix *topicIndex) at(text []byte, p int, ts *topicScan) {
+	raw := text[p]
+	if f := ix.byteFlags[raw]; f&flagFirst != 0 && (f&flagShort != 0 || p+2 < len(text) && ix.mayStart(text[p:])) {
+		ix.match(text[p:], lowerASCII[raw], ts)
+	}
+}
+
+// wordAt is at for an ASCII letter or digit at text[p] that synthesis
+// found starting a run: a keyword start unless it follows another ASCII
+// letter or digit (the second part of camelCase, letters after digits).
+func (ix *topicIndex) wordAt(text []byte, p int, ts *topicScan) {
+	if p+1 < len(text) && (p == 0 || !asciiAlnum[text[p-1]]) {
+		ix.at(text, p, ts)
+	}
+}
+
+// runeAt is at for any other byte synthesis visits: a kept ASCII byte, or
+// the first byte of a non-ASCII rune. No keyword starts inside a rune:
+// keywords are valid UTF-8 (strings.ToLower in compileTopics turns invalid
+// bytes into U+FFFD), so synthesis, which visits rune starts only, finds
+// every keyword a scan would.
+func (ix *topicIndex) runeAt(text []byte, p int, ts *topicScan) {
+	if p+1 < len(text) {
+		ix.at(text, p, ts)
+	}
+}
+
+// match records the keywords starting with c found at the start of s.
+func (ix *topicIndex) match(s []byte, c byte, ts *topicScan) {
+	for _, k := range ix.first[c] {
+		if !ts.seen[k.id] && hasPrefixFold(s, k.word) {
 			ts.seen[k.id] = true
 			ts.hits[k.rule]++
 		}

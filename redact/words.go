@@ -331,6 +331,25 @@ const minWordsPerLength = 4
 // wordsByLen[n] lists the dictionary words of n letters.
 var wordsByLen = buildWordBuckets(englishWords)
 
+// wordSlots[n] holds wordsByLen[n] (n ≤ maxWordLen) in fixed 16-byte
+// slots, so appendWord copies a word with one 16-byte move and no call.
+var wordSlots = func() [][]wordSlot {
+	if maxWordLen > len(wordSlot{}) {
+		panic("redact: a dictionary word is longer than a wordSlot")
+	}
+	out := make([][]wordSlot, maxWordLen+1)
+	for n, b := range wordsByLen[:maxWordLen+1] {
+		out[n] = make([]wordSlot, len(b))
+		for i, w := range b {
+			copy(out[n][i][:], w)
+		}
+	}
+	return out
+}()
+
+// wordSlot is a dictionary word padded with zero bytes.
+type wordSlot [16]byte
+
 // maxWordLen is the longest bucket used as a whole word; longer letter runs
 // are filled by concatenating shorter words.
 var maxWordLen = func() int {

@@ -193,7 +193,7 @@ var columnsCases = []struct {
 	opts Options
 }{
 	{name: "defaults", opts: Options{}},
-	{name: "pin output and usage", opts: Options{PinOutput: true, IncludeUsage: true, ForwardHeaders: []string{"Content-Type", "Accept", "X-Tenant"}}},
+	{name: "pin output and usage", opts: Options{PinOutput: PinAll, IncludeUsage: true, ForwardHeaders: []string{"Content-Type", "Accept", "X-Tenant"}}},
 	{name: "selection", opts: Options{Selection: Selection{
 		Paths: []string{"/v1/chat*", "/v1/completions"}, Models: []string{"m1"}, Methods: []string{"post"},
 		Headers: []HeaderMatch{{Name: "X-Tenant", Value: "t1"}}, MinPromptTokens: 60, MaxPromptTokens: 140,

@@ -40,7 +40,7 @@ const (
 	MetaMaxInflight  = "max_inflight"  // in-flight cap (0: none)
 	MetaWarmup       = "warmup"        // warm-up requests
 	MetaExcludeFirst = "exclude_first" // span left out of the summaries
-	MetaPinOutput    = "pin_output"    // max_tokens pinned to the recording
+	MetaPinOutput    = "pin_output"    // --pin-output: "false", "server" or "true" (PinMode.String)
 	MetaIncludeUsage = "include_usage" // streams asked for usage
 )
 
@@ -62,7 +62,7 @@ func ResultMeta(o Options, speed float64, dataset []string) map[string]string {
 		MetaMaxInflight:  strconv.Itoa(o.MaxInflight),
 		MetaWarmup:       strconv.Itoa(o.Warmup),
 		MetaExcludeFirst: o.ExcludeFirst.String(),
-		MetaPinOutput:    strconv.FormatBool(o.PinOutput),
+		MetaPinOutput:    o.PinOutput.String(),
 		MetaIncludeUsage: strconv.FormatBool(o.IncludeUsage),
 		MetaSelection:    sel.String(),
 	}

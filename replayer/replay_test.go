@@ -289,7 +289,7 @@ func TestRequestRebuild(t *testing.T) {
 	x.ReqBody = []byte(`{"model":"m","stream":true,"prompt":"hi","max_tokens":500}`)
 	x.OutputTokens = 42
 	fwd := append(slices.Clone(DefaultForwardHeaders), "X-Api-Key", "Cookie")
-	run(t, []*formats.Exchange{x}, Options{Target: srv.url(t), ForwardHeaders: fwd, PinOutput: true, IgnoreEOS: true, IncludeUsage: true,
+	run(t, []*formats.Exchange{x}, Options{Target: srv.url(t), ForwardHeaders: fwd, PinOutput: PinAll, IgnoreEOS: true, IncludeUsage: true,
 		Headers: http.Header{"Authorization": {"Bearer shadow-token"}}}, 1)
 	if a := got.Get("Authorization"); a != "Bearer shadow-token" {
 		t.Errorf("Authorization %q: want the --header value, never the recorded one", a)

@@ -53,8 +53,9 @@ var ErrTruncatedBody = errors.New("request body truncated in the recording (reco
 // prepared is a request rebuilt from an exchange, ready to send: the whole
 // HTTP/1.1 request (head and body) rendered once, written with one write.
 type prepared struct {
-	wire []byte // request line, headers, blank line, body
-	head bool   // a HEAD request: the response has no body
+	wire []byte     // request line, headers, blank line, body
+	head bool       // a HEAD request: the response has no body
+	pin  pinOutcome // what --pin-output did to the body
 }
 
 // defaultUserAgent goes out when no recorded or --header User-Agent does.
@@ -66,12 +67,12 @@ type requestBuilder struct {
 	host         string          // the Host header: the target's, or Options.Headers' Host
 	forward      map[string]bool // canonical names of recorded headers to copy
 	extra        http.Header     // --header values, applied last
-	pinOutput    bool
+	pinOutput    PinMode
 	ignoreEOS    bool
 	includeUsage bool
 }
 
-func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pinOutput, ignoreEOS, includeUsage bool) *requestBuilder {
+func newRequestBuilder(target *url.URL, forward []string, extra http.Header, pinOutput PinMode, ignoreEOS, includeUsage bool) *requestBuilder {
 	if forward == nil {
 		forward = DefaultForwardHeaders
 	}
@@ -112,18 +113,26 @@ func (b *requestBuilder) build(x *formats.Exchange) (*prepared, error) {
 		}
 	}
 	body := x.ReqBody
-	if (b.pinOutput || b.ignoreEOS || b.includeUsage) && looksJSON(x.ReqContentType, body) {
-		nb, err := rewriteLLMBody(body, llmRewrite{api: sse.APIForPath(x.Path), pin: b.pinOutput,
-			outputTokens: x.OutputTokens, ignoreEOS: b.ignoreEOS, usage: b.includeUsage})
-		if err != nil {
-			return nil, fmt.Errorf("rewrite body: %w", err)
+	pin := b.pinOutput.pinDecision(x)
+	if pin == pinned || b.ignoreEOS || b.includeUsage {
+		if looksJSON(x.ReqContentType, body) {
+			nb, didPin, err := rewriteLLMBody(body, llmRewrite{api: sse.APIForPath(x.Path), pin: pin == pinned,
+				outputTokens: x.OutputTokens, ignoreEOS: b.ignoreEOS, usage: b.includeUsage})
+			if err != nil {
+				return nil, fmt.Errorf("rewrite body: %w", err)
+			}
+			body = nb
+			if pin == pinned && !didPin {
+				pin = pinNotJSON
+			}
+		} else if pin == pinned {
+			pin = pinNotJSON
 		}
-		body = nb
 	}
 	if !httpguts.ValidHeaderFieldName(method) {
 		return nil, fmt.Errorf("recorded method %q is not an HTTP token", method)
 	}
-	return &prepared{wire: renderRequest(method, b.host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead}, nil
+	return &prepared{wire: renderRequest(method, b.host, requestURI(b.target.Path, x.Path, x.Query), h, body), head: method == http.MethodHead, pin: pin}, nil
 }
 
 // renderRequest writes an HTTP/1.1 request: headers in sorted order, a
@@ -244,11 +253,11 @@ type llmRewrite struct {
 // (stream_options.include_usage on streaming chat and completion
 // requests; Responses and Messages streams always report usage). Other
 // fields are kept byte for byte; a body that is not a JSON object is
-// returned unchanged.
-func rewriteLLMBody(body []byte, rw llmRewrite) ([]byte, error) {
+// returned unchanged. pinned reports whether the output cap was set.
+func rewriteLLMBody(body []byte, rw llmRewrite) (out []byte, pinned bool, err error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return body, nil // not an object: leave it to the target to judge
+		return body, false, nil // not an object: leave it to the target to judge
 	}
 	changed := false
 	if rw.pin && rw.outputTokens > 0 {
@@ -257,7 +266,7 @@ func rewriteLLMBody(body []byte, rw llmRewrite) ([]byte, error) {
 		for i, f := range fields {
 			if _, ok := m[f]; ok || i == len(fields)-1 {
 				m[f] = n
-				changed = true
+				changed, pinned = true, true
 			}
 		}
 	}
@@ -274,13 +283,14 @@ func rewriteLLMBody(body []byte, rw llmRewrite) ([]byte, error) {
 		so["include_usage"] = json.RawMessage("true")
 		raw, err := json.Marshal(so)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		m["stream_options"] = raw
 		changed = true
 	}
 	if !changed {
-		return body, nil
+		return body, false, nil
 	}
-	return json.Marshal(m)
+	out, err = json.Marshal(m)
+	return out, pinned, err
 }

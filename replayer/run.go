@@ -54,7 +54,7 @@ type Options struct {
 
 	Headers           http.Header // added to every request (credentials for the shadow go here); a Host entry sets the Host header
 	ForwardHeaders    []string    // recorded headers replayed; nil = DefaultForwardHeaders; credentials never
-	PinOutput         bool        // the API's output cap (max_tokens, max_output_tokens) := recorded output tokens
+	PinOutput         PinMode     // which requests get the API's output cap (max_tokens, max_output_tokens) := recorded output tokens; zero = none (reel replay: DefaultPinOutput)
 	IgnoreEOS         bool        // ignore_eos on chat and completion requests (vLLM, SGLang): generate to the cap
 	IncludeUsage      bool        // stream_options.include_usage on streaming requests
 	AllowRecordedHost bool        // allow a target whose host was recorded (production!)
@@ -189,6 +189,7 @@ type Report struct {
 	Sent      int64             // requests sent
 	Skipped   int64             // exchanges not sent (truncated bodies): no row
 	HeldBack  int64             // requests that waited for a --max-inflight slot
+	Pin       PinReport         // what --pin-output did to the sent requests
 	StartLate time.Duration     // how late this process reached --start-at (its first requests' lag shows it)
 	Stopped   bool              // step mode ended early
 	Client    ClientLoad        // how busy the replayer itself was
@@ -305,7 +306,7 @@ func (p *Plan) newRun(ctx context.Context, sink Sink, speed float64) *replayRun 
 	case pool < 0:
 		pool = 0
 	}
-	r := &replayRun{p: p, o: o, speed: speed, spin: spin, rep: &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed},
+	r := &replayRun{p: p, o: o, speed: speed, spin: spin, rep: &Report{RunID: o.RunID, Shard: o.Selection.Shard, Speed: speed, Pin: PinReport{Mode: o.PinOutput}},
 		cpu0: cputime.Process(), wall0: time.Now()}
 	r.rb = newRequestBuilder(o.Target, o.ForwardHeaders, o.Headers, o.PinOutput, o.IgnoreEOS, o.IncludeUsage)
 	r.reqCtx, r.cancelReqs = context.WithCancel(ctx)
@@ -456,6 +457,7 @@ func (r *replayRun) pace(ctx context.Context, jobs <-chan *job, start int64) err
 		r.frameSent++
 		r.col.sent.Add(1)
 		r.rep.Sent++
+		r.rep.Pin.add(j.p.pin)
 	}
 	return nil
 }

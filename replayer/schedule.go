@@ -37,7 +37,8 @@ func Columns() []string {
 		"method", "host", "path", "query", // request line; host for the recorded-host check, path for --path
 		"req_headers", "req_content_type", "req_body", "req_body_truncated", // request head and body; --header
 		"model", "prompt_tokens", "output_tokens", // --model, --min/max-prompt-tokens, result rows, --pin-output
-		"upstream", // target safety: the production backends
+		"prompt_tokens_source", // --pin-output: is the output count the server's?
+		"upstream",             // target safety: the production backends
 	}
 }
 

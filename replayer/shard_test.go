@@ -225,7 +225,7 @@ func FuzzRewriteLLMBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, out int32) {
 		for _, api := range []sse.API{sse.ChatCompletions, sse.Responses, sse.AnthropicMessages} {
-			b, err := rewriteLLMBody(body, llmRewrite{api: api, pin: true, outputTokens: out, ignoreEOS: true, usage: true})
+			b, _, err := rewriteLLMBody(body, llmRewrite{api: api, pin: true, outputTokens: out, ignoreEOS: true, usage: true})
 			if err != nil {
 				continue
 			}

@@ -55,3 +55,16 @@ func TargetTakesIgnoreEOS(ctx context.Context, target *url.URL, header http.Head
 	}
 	return false, owner
 }
+
+// ProbeIgnoreEOS asks the plan's target whether it takes ignore_eos
+// (TargetTakesIgnoreEOS: one GET /v1/models) and, when it does, sends
+// ignore_eos with the pinned requests of the plan's runs. Call it before
+// Run; NewPlan has checked the target by then, so a refused production
+// host is never asked.
+func (p *Plan) ProbeIgnoreEOS(ctx context.Context) (ok bool, server string) {
+	ok, server = TargetTakesIgnoreEOS(ctx, p.opts.Target, p.opts.Headers)
+	if ok {
+		p.opts.IgnoreEOS = true
+	}
+	return ok, server
+}

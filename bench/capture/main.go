@@ -50,7 +50,7 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions of every phase (medians are reported)")
 	events := flag.Int("events", 32, "token events per stream")
 	gap := flag.Duration("gap", 2*time.Millisecond, "time between token events")
-	previous := flag.String("reel-previous", "", "an earlier reel binary to measure beside -reel (passive capture only)")
+	previous := flag.String("reel-previous", "", "an earlier reel binary to measure beside -reel (passive capture and sidecar)")
 	only := flag.String("only", "", "comma-separated parts of the recorders' names to run, e.g. tcpdump,iface (default: all)")
 	flag.Parse()
 	switch *mode {
@@ -73,6 +73,10 @@ func main() {
 		recorders = slices.Insert(recorders, 2, recorder{name: "previous reel --iface", stop: syscall.SIGTERM, rows: datasetRows,
 			command: func(b *bench, out string) *exec.Cmd {
 				return exec.Command(*previous, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
+			}})
+		recorders = append(recorders, recorder{name: "previous reel sidecar", inPath: true, stop: syscall.SIGTERM, rows: datasetRows,
+			command: func(b *bench, out string) *exec.Cmd {
+				return exec.Command(*previous, "record", "--listen", b.listen, "--upstream", "http://"+b.addr, "--out", out, "--metrics-listen", "")
 			}})
 	}
 	if err := b.run(ctx, *reps, *only); err != nil {

@@ -113,7 +113,7 @@ func rel(b, a int64) float64 {
 }
 
 func simOptions(cfg config) cluster.Options {
-	return cluster.Options{Tokenizer: cluster.TokenizerO200k, TimeScale: cfg.Scale, Model: "sim-8b"}
+	return cluster.Options{TimeScale: cfg.Scale, Model: "sim-8b"} // the default tokenizer: o200k_base
 }
 
 // run records, redacts and replays; see the package comment.

@@ -417,3 +417,26 @@ func (v fractionValue) Set(s string) error {
 
 func (v fractionValue) String() string { return strconv.FormatFloat(*v.p, 'g', -1, 64) }
 func (fractionValue) Type() string     { return "fraction" }
+
+// pinValue is --pin-output (replay): server (the default, pin where the
+// recorded output count is the server's), true (every recorded count) or
+// false; a bare --pin-output means true.
+type pinValue struct{ mode replayer.PinMode }
+
+func (v *pinValue) String() string { return v.mode.String() }
+func (v *pinValue) Type() string   { return "server|true|false" }
+func (v *pinValue) Set(s string) error {
+	m, err := replayer.ParsePinMode(s)
+	if err != nil {
+		return err
+	}
+	v.mode = m
+	return nil
+}
+
+// registerPinOutput adds --pin-output with the library default.
+func registerPinOutput(fs *pflag.FlagSet, v *pinValue, usage string) {
+	v.mode = replayer.DefaultPinOutput
+	fs.Var(v, "pin-output", usage)
+	fs.Lookup("pin-output").NoOptDefVal = "true"
+}

@@ -106,7 +106,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usageFunc(fs, recordUsage)
-	fs.StringVar(&f.out, "out", "", "dataset directory or storage URL: s3://bucket/prefix, gs://…, file:///… (required; docs/storage.md)")
+	fs.StringVar(&f.out, "out", "", "dataset directory or storage URL: s3://bucket/prefix, gs://…, azblob://container/prefix, file:///… (required; docs/storage.md)")
 	fs.StringVar(&f.spoolDir, "spool-dir", "", "with a storage URL --out: local directory for the spool and closed files until uploaded; use a volume that outlives the process (default: under the system's temporary directory)")
 	fs.StringVar(&f.recorderID, "recorder-id", defaultRecorderID(), "recorder id in file names and every row")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "proxy listen address (HTTP/1.1 and h2c)")

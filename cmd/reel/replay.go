@@ -58,7 +58,7 @@ Examples:
 
   # capacity sweep: the highest speed that keeps p95 of every 5 s frame in SLO
   reel replay data/ --target http://shadow:8000 --out results/sweep \
-      --speed 1,1.5,2,3 --slo ttft=300ms,e2e=5s --pin-output --include-usage
+      --speed 1,1.5,2,3 --slo ttft=300ms,e2e=5s --include-usage
 
   # scrape the shadow's vLLM and DCGM metrics on the run's clock (into results/wed.metrics);
   # the summary then says which server-side signal moves with the tail
@@ -97,7 +97,8 @@ type replayFlags struct {
 	headers                            http.Header
 	headersFromEnv                     []string
 	forward                            []string
-	pinOutput, includeUsage, allowHost bool
+	pinOutput                          pinValue
+	includeUsage, allowHost            bool
 	ignoreEOS                          bool
 	insecure, step, skipBad, quiet     bool
 	appendRun                          bool
@@ -137,8 +138,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(newHeaderValue(f.headers), "header", "header for the shadow, 'Name: value' (repeatable; 'Host: name' sets the virtual host; '' clears)")
 	fs.StringArrayVar(&f.headersFromEnv, "header-from-env", nil, "header for the shadow from the environment, Name=ENV_VAR (repeatable)")
 	fs.Var(newListValue(replayer.DefaultForwardHeaders, &f.forward, true), "forward-header", "recorded headers to replay, added to the defaults ('' clears them); credentials are never replayed")
-	fs.BoolVar(&f.pinOutput, "pin-output", false, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses)")
-	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it); default: when --pin-output and the target says it is vLLM, SGLang or the simulator")
+	registerPinOutput(fs, &f.pinOutput, "cap each request's output at the recorded output tokens (max_tokens; max_output_tokens for /v1/responses): server (where the count is the server's usage or a trace's), true (every recorded count, counted stream events too) or false")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "also ask chat and completion requests to generate to the cap (vLLM's and SGLang's ignore_eos; OpenAI's API rejects it); default: when pinning and the target says it is vLLM, SGLang or the simulator")
 	fs.BoolVar(&f.includeUsage, "include-usage", false, "ask streams for usage (stream_options.include_usage)")
 	fs.BoolVar(&f.allowHost, "allow-recorded-host", false, "allow a target whose host (or its addresses) appears in the recording as a host or upstream (production!)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the target's TLS certificate")
@@ -192,16 +193,6 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(speeds) > 1 && opts.Analysis.SLO.IsZero() {
 		return &usageError{msg: "a speed sweep needs --slo to judge each speed", hint: "reel replay DATASET --target URL --out DIR --speed 1,1.5,2 --slo e2e=5s"}
 	}
-	if opts.PinOutput && !fs.Changed("ignore-eos") {
-		// ignore_eos where the target is known to take it: the output then
-		// matches the recording's, not just its cap.
-		if ok, server := replayer.TargetTakesIgnoreEOS(ctx, opts.Target, opts.Headers); ok {
-			opts.IgnoreEOS = true
-			if !f.quiet {
-				fmt.Fprintf(stderr, "reel replay: the target is %s: --pin-output adds ignore_eos to chat and completion requests (--ignore-eos=false to leave it out)\n", server)
-			}
-		}
-	}
 	if !f.quiet {
 		opts.Progress = stderr
 		opts.Live = isTerminal(stderr)
@@ -230,6 +221,27 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := plan.CheckClock(time.Now(), slices.Min(speeds)); err != nil {
 		return &usageError{msg: err.Error(), hint: hint + " --from 2026-11-25T14:00:00Z --to +10m"}
+	}
+	if opts.PinOutput != replayer.PinOff && !fs.Changed("ignore-eos") {
+		// ignore_eos where the target is known to take it (one GET
+		// /v1/models per run, after the target safety check): the output
+		// then matches the recording's, not just its cap. Anywhere else it
+		// is left out, since a server that rejects unknown fields would fail
+		// every request.
+		ok, server := plan.ProbeIgnoreEOS(ctx)
+		opts.IgnoreEOS = ok
+		if !f.quiet {
+			if ok {
+				fmt.Fprintf(stderr, "reel replay: the target is %s: pinned requests also get ignore_eos (--ignore-eos=false to leave it out)\n", server)
+			} else {
+				if server == "" {
+					server = "did not say which server it is on GET /v1/models"
+				} else {
+					server = "is " + server + ", not vLLM, SGLang or the simulator"
+				}
+				fmt.Fprintf(stderr, "reel replay: the target %s: outputs are capped at the recorded count without ignore_eos and may end sooner (--ignore-eos forces it)\n", server)
+			}
+		}
 	}
 	first, last := plan.Span()
 	if !f.quiet {
@@ -422,7 +434,7 @@ func replayOptions(f *replayFlags, env func(string) (string, bool)) (replayer.Op
 	if o.ForwardHeaders == nil {
 		o.ForwardHeaders = []string{} // cleared: replay no recorded header
 	}
-	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput, f.ignoreEOS, f.includeUsage, f.allowHost
+	o.PinOutput, o.IgnoreEOS, o.IncludeUsage, o.AllowRecordedHost = f.pinOutput.mode, f.ignoreEOS, f.includeUsage, f.allowHost
 	o.Step = f.step
 	o.RunID = f.runID
 	o.MaxWait = f.maxWait
@@ -489,6 +501,9 @@ func writeReplayReport(w io.Writer, r *replayer.Report, causes *analysis.Causes)
 		fmt.Fprint(w, "  (stopped)")
 	}
 	fmt.Fprintln(w)
+	if line := r.Pin.String(r.Sent); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := r.Client.String(); line != "" {
 		fmt.Fprintln(w, line)
 	}

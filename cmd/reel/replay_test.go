@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,11 @@ func writeReplayDataset(t *testing.T, dir, host string, span time.Duration) int 
 		x := formats.Exchange{Ts: ts, TsUnixNs: ts.UnixNano(), Recorder: "gw-1", Seq: int64(n), ConnID: int64(n%16 + 1),
 			Method: "POST", Host: host, Path: "/v1/completions", ReqContentType: "application/json",
 			ReqHeaders: map[string]string{"Authorization": "Bearer prod"},
-			ReqBody:    fmt.Appendf(nil, `{"model":"m","prompt":"p","max_tokens":%d}`, out),
+			ReqBody:    []byte(`{"model":"m","prompt":"p","max_tokens":4096}`),
 			Model:      "m", PromptTokens: int32(in), OutputTokens: int32(out), Status: 200}
+		if n%2 == 0 { // the server's usage said so; the others' counts are reel's own
+			x.PromptTokensSource = formats.TokensFromUsage
+		}
 		if err := w.Write(&x); err != nil {
 			t.Fatal(err)
 		}
@@ -67,15 +71,33 @@ func writeReplayDataset(t *testing.T, dir, host string, span time.Duration) int 
 	return n
 }
 
+// withModelsProbe answers reel replay's one GET /v1/models (the ignore_eos
+// probe of pinned runs) with 404, as a server that is not vLLM would, so h
+// sees only the replayed requests.
+func withModelsProbe(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		h(w, r)
+	})
+}
+
 func TestReplayCommand(t *testing.T) {
 	data := t.TempDir()
 	n := writeReplayDataset(t, data, "gateway.prod.example", 30*time.Second)
-	var got atomic.Int64
+	var got, pinned atomic.Int64
 	var auth atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsProbe(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)
 		auth.Store(r.Header.Get("Authorization"))
-		io.Copy(io.Discard, r.Body)
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) == nil && req.MaxTokens != 4096 {
+			pinned.Add(1)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Batch-Size", "4")
 		io.WriteString(w, `{"usage":{"completion_tokens":5}}`)
@@ -117,10 +139,20 @@ func TestReplayCommand(t *testing.T) {
 	if rows != n {
 		t.Errorf("%d result rows, want %d", rows, n)
 	}
-	for _, want := range []string{"run t1  speed 10  shard 0/1  sent " + strconv.Itoa(n)} {
+	// Output is pinned by default where the count is the server's: half
+	// the dataset; the target's GET /v1/models said nothing, so no
+	// ignore_eos, with a note.
+	if want := int64(n / 2); pinned.Load() != want {
+		t.Errorf("%d requests arrived with max_tokens pinned, want %d", pinned.Load(), want)
+	}
+	for _, want := range []string{"run t1  speed 10  shard 0/1  sent " + strconv.Itoa(n),
+		fmt.Sprintf("output pinned to the recording (--pin-output=server): %d of %d requests; not pinned: %d output count counted from stream events", n/2, n, n-n/2)} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
 		}
+	}
+	if !strings.Contains(stderr.String(), "did not say which server it is on GET /v1/models: outputs are capped at the recorded count without ignore_eos") {
+		t.Errorf("no note on the ignore_eos probe:\n%s", stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "2023-11-16 18:15:50  req") {
 		t.Errorf("no per-frame progress line:\n%s", stderr.String())

@@ -22,7 +22,7 @@ func TestReplayOldSchemeDataset(t *testing.T) {
 	const data = "../../redact/testdata/scheme1"
 	var got atomic.Int64
 	var bodyErr atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withModelsProbe(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)
 		b, _ := io.ReadAll(r.Body)
 		var req struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/formats/store"
+	"github.com/reelkit/reel/formats/store/azstore"
 	"github.com/reelkit/reel/formats/store/s3store"
 )
 
@@ -22,7 +23,12 @@ import (
 //	gs://      Google Cloud Storage through its S3-interoperable XML API with an
 //	           HMAC key: GCS_HMAC_KEY_ID and GCS_HMAC_SECRET (ADC tokens are not
 //	           accepted by that API)
-//	azblob://  refused with a hint: not served by this build
+//	azblob://  Azure Blob Storage: AZURE_STORAGE_CONNECTION_STRING, or
+//	           AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY (Shared Key),
+//	           AZURE_STORAGE_SAS_TOKEN, or else Microsoft Entra ID through
+//	           azidentity's DefaultAzureCredential (AZURE_CLIENT_ID /
+//	           AZURE_TENANT_ID / AZURE_CLIENT_SECRET, AKS workload identity,
+//	           managed identity, the Azure CLI's login)
 func registerStores(getenv func(string) string) {
 	s3 := s3store.Options{Region: firstNonEmpty(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))}
 	if ep := getenv("AWS_ENDPOINT_URL_S3"); ep != "" {
@@ -41,7 +47,13 @@ func registerStores(getenv func(string) string) {
 	} else {
 		store.Register("gs", s3store.Opener(gs))
 	}
-	store.Refuse("azblob", "azblob:// is not served by this build of reel: write to a local directory, or put an S3 gateway in front of the container (versitygw azure) and use s3://")
+	az := azstore.Options{ConnectionString: getenv("AZURE_STORAGE_CONNECTION_STRING"), Account: getenv("AZURE_STORAGE_ACCOUNT"),
+		Key: getenv("AZURE_STORAGE_KEY"), SASToken: getenv("AZURE_STORAGE_SAS_TOKEN")}
+	if az.ConnectionString == "" && az.Account == "" {
+		store.Refuse("azblob", "azblob:// needs the storage account: set AZURE_STORAGE_ACCOUNT (credentials from AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Microsoft Entra ID: workload or managed identity, AZURE_CLIENT_SECRET, az login), or AZURE_STORAGE_CONNECTION_STRING")
+	} else {
+		store.Register("azblob", azstore.Opener(az))
+	}
 }
 
 // endpointHost turns AWS_ENDPOINT_URL (http://host:port or host:port) into

@@ -507,7 +507,8 @@ func (r *reelCLI) run(env map[string]string, args ...string) (string, int) {
 var flagLine = regexp.MustCompile(`^\s+(?:-([a-zA-Z0-9]), )?--([a-z0-9][a-z0-9-]*)(\[=[^\]]*\])?( \S+)?`)
 
 // flagsOf reads a subcommand's flags from its --help (pflag's listing:
-// "--name type" needs a value, "--name[=true|false]" does not).
+// "--name type" needs a value, "--name[=true|false]" and "--name type[=x]"
+// do not).
 func (r *reelCLI) flagsOf(sub string) (flagSet, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -528,7 +529,8 @@ func (r *reelCLI) flagsOf(sub string) (flagSet, error) {
 	fs := flagSet{"help": false}
 	for _, l := range lines {
 		if m := flagLine.FindStringSubmatch(l); m != nil {
-			fs[m[2]] = m[3] == "" && m[4] != ""
+			// "--name type[=x]": a value is optional (pflag's NoOptDefVal)
+			fs[m[2]] = m[3] == "" && m[4] != "" && !strings.Contains(m[4], "[=")
 		}
 	}
 	if len(fs) < 3 {

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&co.Model, "model", "", "model name served (default simcluster-8b)")
 	fs.BoolVar(&co.StrictModel, "strict-model", false, "answer 404 to requests naming another model")
-	fs.StringVar((*string)(&co.Tokenizer), "tokenizer", string(cluster.TokenizerEstimate), "how prompt tokens are counted: estimate (4 bytes per token) or o200k (the o200k_base BPE)")
+	fs.StringVar((*string)(&co.Tokenizer), "tokenizer", string(cluster.TokenizerO200k), "how prompt tokens are counted: o200k (the o200k_base BPE, as a real engine) or estimate (4 bytes per token, for hand-computed tests only)")
 	fs.Float64Var(&co.TimeScale, "time-scale", 1, "run the simulation this many times faster than real time")
 	fs.DurationVar(&co.MaxLag, "max-lag", 0, "how far the step loop may fall behind before simulated time slips (default 50ms; raise it with --time-scale on a busy machine)")
 	fs.DurationVar(&co.StepBase, "step-base", 10*time.Millisecond, "fixed cost of one engine step")

@@ -11,7 +11,7 @@ import (
 
 func TestPlanOutput(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"--generate", "--plan", "--duration", "5s", "--incident-at", "1s", "--incident-for", "2s", "--seed", "4"}, &out, &errOut)
+	err := run(context.Background(), []string{"--generate", "--plan", "--duration", "5s", "--incident-at", "1s", "--incident-for", "2s", "--long-share", "1", "--seed", "4"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v (%s)", err, errOut.String())
 	}

@@ -8,7 +8,8 @@
 // A dataset location is a local path or a URL: s3://bucket/prefix,
 // gs://bucket/prefix, azblob://container/prefix, file:///abs/path. Backends
 // for URL schemes are registered by the program (cmd/reel registers
-// s3store for s3:// and gs://) with Register; file:// is always known.
+// s3store for s3:// and gs://, azstore for azblob://) with Register;
+// file:// is always known.
 package store
 
 import (
@@ -28,6 +29,8 @@ var ErrNotExist = errors.New("object does not exist")
 
 // ErrUnsupported is returned (wrapped) for a URL scheme no backend serves.
 var ErrUnsupported = errors.New("unsupported storage URL")
+
+var errNegativeOffset = errors.New("read at a negative offset")
 
 // Object describes one stored object.
 type Object struct {

@@ -42,8 +42,10 @@ type Options struct {
 	// segments from them responses. Other TCP traffic is skipped.
 	Ports []uint16
 	// Recorder builds the exchanges (sequence numbers, connection ids, the
-	// Config.MaxBody cap) and takes each one as it ends (Recorder.Record:
-	// filter, sampling, queue). Required unless Emit is set.
+	// Config.MaxBody cap) and takes them as they end, in batches
+	// (Recorder.RecordBatch: filter, sampling, queue): after every
+	// maxPending exchanges, at every Flush and Finish, and in live capture
+	// after every ring block. Required unless Emit is set.
 	Recorder *recorder.Recorder
 	// Emit, when set, receives every exchange instead of Recorder.Record,
 	// raw (not yet enriched or redacted), in the order responses end: for
@@ -91,6 +93,9 @@ type Engine struct {
 	tcp   *reassembly.Assembler
 	stats *Stats
 
+	record  func([]*formats.Exchange) // Recorder.RecordBatch; nil: every exchange goes to opts.Emit
+	pending []*formats.Exchange       // ended exchanges not yet handed to record
+
 	conns     int              // connections being tracked
 	live      map[connKey]bool // both orientations of every tracked connection
 	lastFlush time.Time
@@ -109,11 +114,12 @@ func NewEngine(opts Options) (*Engine, error) {
 		return nil, ErrNoPorts
 	}
 	var asm builder
+	var record func([]*formats.Exchange)
 	switch {
 	case opts.Recorder != nil:
 		asm = opts.Recorder
 		if opts.Emit == nil {
-			opts.Emit = opts.Recorder.Record
+			record = opts.Recorder.RecordBatch
 		}
 	case opts.Emit != nil:
 		asm = recorder.NewAssembler(recorder.Config{})
@@ -138,7 +144,7 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	e := &Engine{opts: opts, asm: asm, ports: make(map[uint16]bool), stats: newStats(),
+	e := &Engine{opts: opts, asm: asm, record: record, ports: make(map[uint16]bool), stats: newStats(),
 		live: make(map[connKey]bool)}
 	for _, p := range opts.Ports {
 		e.ports[p] = true
@@ -155,7 +161,29 @@ func (e *Engine) Stats() *Stats { return e.stats }
 
 func (e *Engine) emit(x *formats.Exchange) {
 	e.stats.exchanges.Add(1)
-	e.opts.Emit(x)
+	if e.record == nil {
+		e.opts.Emit(x)
+		return
+	}
+	e.pending = append(e.pending, x)
+	if len(e.pending) >= maxPending {
+		e.submitPending()
+	}
+}
+
+// maxPending bounds the exchanges the engine holds back to hand over as one
+// batch; their bodies are already within Config.MaxBody each.
+const maxPending = 64
+
+// submitPending hands the exchanges ended since the last call to the
+// recorder, as one batch.
+func (e *Engine) submitPending() {
+	if len(e.pending) == 0 {
+		return
+	}
+	e.record(e.pending)
+	clear(e.pending) // the recorder owns them now
+	e.pending = e.pending[:0]
 }
 
 // assemblerContext carries a packet's capture time into reassembly. Each
@@ -223,6 +251,7 @@ func (e *Engine) maybeFlush() {
 // time as they go.
 func (e *Engine) Flush(now time.Time) {
 	e.tcp.FlushWithOptions(reassembly.FlushOptions{T: now.Add(-e.opts.GapTimeout), TC: now.Add(-e.opts.IdleTimeout)})
+	e.submitPending()
 }
 
 // Finish flushes everything still buffered and ends every connection; their
@@ -231,6 +260,7 @@ func (e *Engine) Flush(now time.Time) {
 // Close convention in package formats.)
 func (e *Engine) Finish() {
 	e.tcp.FlushAll()
+	e.submitPending()
 }
 
 // connKey is one orientation of a connection: its IP and TCP flows.

@@ -51,7 +51,7 @@ func comparable(x *formats.Exchange) string {
 func TestProxyAndCaptureEquivalent(t *testing.T) {
 	upstream := httptest.NewServer(testHandler())
 	defer upstream.Close()
-	captured, _, stop := startLive(t, serverPort(t, upstream.URL))
+	captured, _, stop := startLive(t, serverPort(t, upstream.URL), false)
 
 	sink := &memSink{}
 	pipe := recorder.New(sink, nil, recorder.Options{Config: recorder.Config{Recorder: "proxy"}})

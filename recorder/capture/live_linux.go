@@ -17,8 +17,10 @@ import (
 // libpcap) and a kernel BPF filter for e's ports; on loopback the filter
 // also drops the outgoing copy of every packet, so each exchange is
 // recorded once. One goroutine walks the ring a block at a time and feeds
-// e, so a packet costs no system call and no lock. Kernel drops are read
-// every StatsEvery and accumulated in e's Stats. When ctx ends, Live
+// e, so a packet costs no system call and no lock, and the exchanges a
+// block completes go to the recorder as one batch. Kernel drops are read
+// every StatsEvery and accumulated in e's Stats. When ctx ends, Live reads
+// what the ring still holds (waiting at most two block-retire periods),
 // flushes e and returns ctx's error.
 //
 // The socket needs CAP_NET_RAW: without it Live returns an error wrapping
@@ -60,9 +62,13 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 		}
 	}
 	feed := func(data []byte, ci gopacket.CaptureInfo) { e.Packet(link, data, ci) }
+	// Wake a reader waiting for a block as soon as ctx ends; drain then
+	// reads what is left with deadlines of its own.
+	defer context.AfterFunc(ctx, func() { r.file.SetReadDeadline(time.Now()) })()
 	nextTick := time.Now().Add(opts.StatsEvery)
 	for {
 		if err := ctx.Err(); err != nil {
+			drain(r, feed)
 			readStats()
 			e.Finish()
 			return err
@@ -73,6 +79,7 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 			e.Finish()
 			return err
 		}
+		e.submitPending() // the block's exchanges, as one hand-off
 		if now := time.Now(); !now.Before(nextTick) {
 			readStats()
 			e.Flush(now)
@@ -81,12 +88,34 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	}
 }
 
+// drain reads what the ring still holds when the capture stops: blocks
+// the reader had not reached, and the block being filled, which the kernel
+// hands over within ringRetire. Traffic up to the cancellation is recorded.
+func drain(r *ring, feed func([]byte, gopacket.CaptureInfo)) {
+	deadline := time.Now().Add(2 * ringRetire)
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		if n, err := r.readBlock(wait, feed); err != nil || n == 0 {
+			return
+		}
+	}
+}
+
 // The ring's shape. A block goes to the reader when it is full or
 // ringRetire after its first packet, whichever is first; packet timestamps
-// are the kernel's, so the retire delay moves no recorded time. The reader
-// wakes at least every ringPollWait to notice a cancelled context.
+// are the kernel's, so the retire delay moves no recorded time, only when
+// the exchanges reach the pipeline. At rates that do not fill a block
+// first, ringRetire sets how often the reader, the workers and the writer
+// wake, and how many exchanges each wake-up handles; it also makes the
+// ring hold blocks × ringRetire of traffic before the kernel drops
+// (measured in docs/performance.md, "Passive capture"). The reader also
+// wakes every ringPollWait, which bounds how late it notices a
+// cancellation that raced with setting its read deadline.
 const (
-	ringRetire   = 8 * time.Millisecond
+	ringRetire   = 64 * time.Millisecond
 	ringPollWait = 100 * time.Millisecond
 )
 

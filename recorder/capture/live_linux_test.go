@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/recorder"
 	"github.com/reelkit/reel/recorder/capture"
 )
 
@@ -47,15 +48,31 @@ func testHandler() http.Handler {
 	return mux
 }
 
+// chanSink is a recorder.Sink that sends every exchange on a channel.
+type chanSink chan *formats.Exchange
+
+func (s chanSink) Write(x *formats.Exchange) error { s <- x; return nil }
+func (s chanSink) Close(context.Context) error     { return nil }
+
 // startLive runs Live on lo for port and returns the exchanges channel and
-// a stop function that cancels the capture and waits for it.
-func startLive(t *testing.T, port uint16) (<-chan *formats.Exchange, *capture.Engine, func()) {
+// a stop function that cancels the capture and waits for it. The engine
+// hands exchanges to Options.Emit, or with viaRecorder to a Recorder (in
+// batches, as reel record does), whose raw rows reach the channel; stop
+// then also closes the Recorder, so every exchange has arrived when it
+// returns.
+func startLive(t *testing.T, port uint16, viaRecorder bool) (<-chan *formats.Exchange, *capture.Engine, func()) {
 	t.Helper()
 	if _, err := net.InterfaceByName("lo"); err != nil {
 		t.Skip("no loopback interface named lo")
 	}
 	got := make(chan *formats.Exchange, 1024)
-	e, err := capture.NewEngine(capture.Options{Ports: []uint16{port}, Emit: func(x *formats.Exchange) { got <- x }})
+	opts := capture.Options{Ports: []uint16{port}, Emit: func(x *formats.Exchange) { got <- x }}
+	var rec *recorder.Recorder
+	if viaRecorder {
+		rec = recorder.New(chanSink(got), nil, recorder.Options{})
+		opts.Recorder, opts.Emit = rec, nil
+	}
+	e, err := capture.NewEngine(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +107,13 @@ func startLive(t *testing.T, port uint16) (<-chan *formats.Exchange, *capture.En
 			case <-time.After(10 * time.Second):
 				t.Error("Live did not return within 10s of cancel")
 			}
+			if rec != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := rec.Close(ctx); err != nil {
+					t.Errorf("close recorder: %v", err)
+				}
+			}
 		})
 	}
 	t.Cleanup(stop)
@@ -107,11 +131,22 @@ func serverPort(tb testing.TB, rawURL string) uint16 {
 
 // TestLiveLoopback captures an in-test server and client on lo: every
 // exchange is recorded exactly once (the loopback duplicates are filtered in
-// the kernel), complete, with SSE timing.
+// the kernel), complete, with SSE timing, and while the capture runs: also
+// through a Recorder, which takes the exchanges a ring block completes as
+// one batch.
 func TestLiveLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		viaRecorder bool
+	}{{"emit", false}, {"recorder", true}} {
+		t.Run(tc.name, func(t *testing.T) { testLiveLoopback(t, tc.viaRecorder) })
+	}
+}
+
+func testLiveLoopback(t *testing.T, viaRecorder bool) {
 	srv := httptest.NewServer(testHandler())
 	defer srv.Close()
-	got, e, stop := startLive(t, serverPort(t, srv.URL))
+	got, e, stop := startLive(t, serverPort(t, srv.URL), viaRecorder)
 
 	const n = 30
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -149,7 +184,7 @@ func TestLiveLoopback(t *testing.T) {
 			t.Fatalf("captured %d of %d exchanges in 20s; stats %+v", len(seen), n, e.Stats().Snapshot())
 		}
 	}
-	stop() // Live has returned: nothing more is emitted
+	stop() // Live has returned (and the Recorder has closed): nothing more is emitted
 	for len(got) > 0 {
 		x := <-got
 		t.Errorf("extra exchange after all were seen: %s %s?%s complete=%v err=%q", x.Method, x.Path, x.Query, x.Complete, x.Error)
@@ -274,4 +309,35 @@ func benchLoopback(b *testing.B, capturing bool, buffer int) {
 	b.ReportMetric(float64(snap.KernelDrops), "kernel-drops")
 	b.ReportMetric(float64(mispaired.Load()), "mispaired")
 	b.ReportMetric(float64(snap.Packets)/sent.Seconds(), "pkts/s")
+}
+
+// Stopping the capture right after traffic still records it: the packets
+// the kernel has not yet handed over (the ring block being filled) are
+// read before Live returns.
+func TestLiveStopKeepsRecentTraffic(t *testing.T) {
+	srv := httptest.NewServer(testHandler())
+	defer srv.Close()
+	got, _, stop := startLive(t, serverPort(t, srv.URL), true)
+	const n = 5
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range n {
+		resp, err := client.Get(srv.URL + "/echo?" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	client.CloseIdleConnections()
+	stop() // at once: the last exchanges are still in the kernel's ring
+	seen := map[string]bool{}
+	for len(got) > 0 {
+		x := <-got
+		seen[x.Query] = true
+	}
+	for i := range n {
+		if !seen[strconv.Itoa(i)] {
+			t.Errorf("exchange %d sent before the stop was not recorded (recorded: %v)", i, seen)
+		}
+	}
 }

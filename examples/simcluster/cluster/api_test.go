@@ -297,7 +297,7 @@ func TestRequestErrors(t *testing.T) {
 		{"two prompts", "/v1/completions", `{"model":"m","prompt":["a","b"]}`, 400},
 		{"no prompt", "/v1/completions", `{"model":"m"}`, 400},
 		{"max_tokens 0", "/v1/completions", `{"model":"m","prompt":"hi","max_tokens":0}`, 400},
-		{"too long", "/v1/completions", `{"model":"m","prompt":"` + strings.Repeat("a", 4000) + `"}`, 400},
+		{"too long", "/v1/completions", `{"model":"m","prompt":"` + strings.Repeat(" word", 1500) + `"}`, 400}, // 1,500 o200k tokens
 		{"prompt+max_tokens too long", "/v1/completions", `{"model":"m","prompt":"hi","max_tokens":1000}`, 400},
 		{"body too big", "/v1/completions", `{"model":"m","prompt":"` + strings.Repeat("a", 20000) + `"}`, 413},
 		{"token prompt", "/v1/completions", `{"model":"m","prompt":[1,2,3],"max_tokens":2}`, 200},

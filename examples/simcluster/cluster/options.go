@@ -15,16 +15,15 @@ const BlockTokens = 16
 type Tokenizer string
 
 const (
-	// TokenizerEstimate counts four bytes of rendered prompt per token,
-	// so a 16-token block is 64 bytes (OpenAI's rule of thumb). It is the
-	// default because the traffic planner and the weekly-incident story are
-	// calibrated on it; its blocks line up with nothing a real engine
-	// sees.
-	TokenizerEstimate Tokenizer = "estimate"
-	// TokenizerO200k tokenizes with the o200k_base BPE (tokens.go): token
-	// counts and 16-token KV blocks fall where a real engine's would.
-	// Fidelity measurements use it.
+	// TokenizerO200k, the default, tokenizes with the o200k_base BPE
+	// (tokens.go): token counts and 16-token KV blocks fall where a real
+	// engine's would, and no redaction block lines up with them.
 	TokenizerO200k Tokenizer = "o200k"
+	// TokenizerEstimate counts four bytes of rendered prompt per token, so
+	// a 16-token block is exactly 64 bytes. Only for tests that need token
+	// counts computable by hand: its blocks line up with byte offsets, which
+	// no real engine's do, and hide what prefix sharing to the token costs.
+	TokenizerEstimate Tokenizer = "estimate"
 )
 
 // UsagePolicy says when a streamed response ends with a usage chunk.
@@ -52,7 +51,7 @@ type Options struct {
 	// 404, as vLLM does.
 	StrictModel bool
 	// Tokenizer counts prompt tokens and cuts KV blocks. Default
-	// TokenizerEstimate.
+	// TokenizerO200k.
 	Tokenizer Tokenizer
 
 	// TimeScale speeds the simulation up: 10 runs every step ten times
@@ -153,10 +152,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch o.Tokenizer {
 	case "":
-		o.Tokenizer = TokenizerEstimate
+		o.Tokenizer = TokenizerO200k
 	case TokenizerEstimate, TokenizerO200k:
 	default:
-		return o, fmt.Errorf("simcluster: unknown tokenizer %q (want %s or %s)", o.Tokenizer, TokenizerEstimate, TokenizerO200k)
+		return o, fmt.Errorf("simcluster: unknown tokenizer %q (want %s or %s)", o.Tokenizer, TokenizerO200k, TokenizerEstimate)
 	}
 	if o.TimeScale == 0 {
 		o.TimeScale = 1

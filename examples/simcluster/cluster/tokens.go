@@ -139,9 +139,10 @@ func estimateIDs(text []byte) []uint32 {
 	return ids
 }
 
-// textTokens turns rendered prompt text into ids under the tokenizer.
+// textTokens turns rendered prompt text into ids under the tokenizer
+// ("" is the default, TokenizerO200k).
 func textTokens(tok Tokenizer, text []byte) ([]uint32, error) {
-	if tok != TokenizerO200k {
+	if tok == TokenizerEstimate {
 		return estimateIDs(text), nil
 	}
 	t, err := sharedBPE()
@@ -162,7 +163,7 @@ func requestTokens(tok Tokenizer, chat bool, req *apiRequest) ([]uint32, error) 
 
 // messagesTokens turns chat messages into ids under the tokenizer.
 func messagesTokens(tok Tokenizer, msgs []apiMessage) ([]uint32, error) {
-	if tok != TokenizerO200k {
+	if tok == TokenizerEstimate {
 		text, err := renderChat(msgs)
 		return estimateIDs(text), err
 	}
@@ -193,4 +194,20 @@ func (o Options) PromptTokens(path string, body []byte) (int, error) {
 	}
 	ids, err := requestTokens(o.Tokenizer, strings.HasSuffix(path, "/chat/completions"), &req)
 	return max(len(ids), 1), err
+}
+
+// MessageTokens is how many prompt tokens the simulator with options o
+// counts for one chat message with a string content (rendered
+// "role: content\n" and tokenized on its own, as every message is).
+func (o Options) MessageTokens(role, content string) (int, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := messagesTokens(o.Tokenizer, []apiMessage{{Role: role, Content: raw}})
+	return len(ids), err
 }

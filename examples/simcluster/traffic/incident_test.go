@@ -21,11 +21,13 @@ func p99(ds []time.Duration) time.Duration {
 
 // TestWeeklyIncidentShape runs the story's traffic (trace arrivals at 0.8×,
 // a 20-s window of 4× prompts for half the requests) through the simulator
-// in simulated time: the window's frames show the tail, and the long-prompt
-// queue (threshold 4096) brings short requests' p99 TTFT back while leaving
-// other frames alone. The wait moves to the longest prompts, so the p99 of
-// all requests in the window's first frame rises (logged, not asserted);
-// the share of requests meeting a 2-s TTFT SLO rises.
+// (o200k_base tokens) in simulated time: the window's frames show the
+// tail, and the long-prompt queue (threshold 3000, the story's LongPrompt)
+// brings the p99 TTFT of short requests (prompts under the threshold, the
+// line the story judges by) back to under a third while leaving other
+// frames no worse. The wait moves to the long prompts, so the p99 of all
+// requests in the window's first frame rises (logged, not asserted); the
+// share of requests meeting a 2-s TTFT SLO rises.
 func TestWeeklyIncidentShape(t *testing.T) {
 	in := Incident{At: 60 * time.Second, For: 20 * time.Second}
 	plan, err := Plan(Options{Trace: loadTrace(t), Speed: 0.8, Duration: 160 * time.Second, Incident: in})
@@ -37,6 +39,8 @@ func TestWeeklyIncidentShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	const frame = 20 * time.Second
+	const threshold = 3000
+	fixed := cluster.Options{LongPromptThreshold: threshold}
 	frames := func(o cluster.Options) (short, all []time.Duration) {
 		res, err := cluster.Simulate(context.Background(), o, reqs)
 		if err != nil {
@@ -49,7 +53,7 @@ func TestWeeklyIncidentShape(t *testing.T) {
 			}
 			f := int(plan[i].Offset / frame)
 			allTTFT[f] = append(allTTFT[f], r.TTFT)
-			if !plan[i].Long {
+			if r.PromptTokens < threshold {
 				shortTTFT[f] = append(shortTTFT[f], r.TTFT)
 			}
 		}
@@ -60,7 +64,7 @@ func TestWeeklyIncidentShape(t *testing.T) {
 		return short, all
 	}
 	base, baseAll := frames(cluster.Options{})
-	fix, fixAll := frames(cluster.Options{LongPromptThreshold: 4096})
+	fix, fixAll := frames(fixed)
 	t.Logf("p99 TTFT per 20-s frame, short requests / all requests\n  baseline: %v / %v\n  fix:      %v / %v", base, baseAll, fix, fixAll)
 	good := func(o cluster.Options) (n int) {
 		res, _ := cluster.Simulate(context.Background(), o, reqs)
@@ -71,7 +75,7 @@ func TestWeeklyIncidentShape(t *testing.T) {
 		}
 		return n
 	}
-	if b, f := good(cluster.Options{}), good(cluster.Options{LongPromptThreshold: 4096}); f*4 < b*5 {
+	if b, f := good(cluster.Options{}), good(fixed); f*4 < b*5 {
 		t.Errorf("requests meeting TTFT ≤ 2 s in the window: %d with the fix, %d without; want ≥ 25 %% more", f, b)
 	} else {
 		t.Logf("requests meeting TTFT ≤ 2 s in the window and the frame after: %d → %d", b, f)
@@ -80,8 +84,8 @@ func TestWeeklyIncidentShape(t *testing.T) {
 	for f := range base {
 		switch {
 		case f < first:
-			if fix[f] != base[f] {
-				t.Errorf("frame %d before the incident: fix %v differs from baseline %v", f, fix[f], base[f])
+			if fix[f] > base[f]*11/10 {
+				t.Errorf("frame %d before the incident: fix %v, baseline %v", f, fix[f], base[f])
 			}
 		case f <= last:
 			if base[f] < 3*base[0] {

@@ -104,7 +104,7 @@ type Planned struct {
 	Offset       time.Duration // due time from the start of the run
 	Path         string        // "/v1/chat/completions"
 	Body         []byte        // JSON request body
-	PromptTokens int           // intended prompt length (≈ 4 bytes per token of rendered text)
+	PromptTokens int           // intended prompt length in tokens under the simulator's default tokenizer (o200k_base)
 	MaxTokens    int
 	Long         bool // inside the incident window and lengthened
 	Stream       bool
@@ -169,7 +169,8 @@ func (o Options) withDefaults() (Options, error) {
 // in memory.
 type Planner struct {
 	o        Options
-	rng      *rand.Rand
+	rng      *rand.Rand // arrivals, lengths, the incident and sessions
+	text     *rand.Rand // bodies: kept apart, so prompt text never moves arrivals
 	n        int
 	sessions int // sessions started
 
@@ -190,7 +191,12 @@ func NewPlanner(opts Options) (*Planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Planner{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x7265656c))}
+	// The tokenizer loads once per process (embedded vocabulary); a failure
+	// shows here, so counting while planning cannot fail later.
+	if _, err := messageTokens("user", ""); err != nil {
+		return nil, err
+	}
+	p := &Planner{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x7265656c)), text: rand.New(rand.NewPCG(o.Seed, 0x74657874))}
 	if len(o.Trace) > 0 {
 		first, last := o.Trace[0].Time, o.Trace[len(o.Trace)-1].Time
 		p.traceSpan = last.Sub(first) + last.Sub(first)/time.Duration(len(o.Trace))
@@ -307,37 +313,39 @@ type chatBody struct {
 	User          string         `json:"user"`
 }
 
-// body renders a chat request of about r.PromptTokens tokens under the
-// simulator's estimate (4 bytes per token of "role: content\n" lines): a
-// shared system prompt, a few earlier turns and the user's question; long
+// body renders a chat request of r.PromptTokens tokens (to within a few)
+// as the simulator counts them (cluster.Options.MessageTokens): a shared
+// system prompt, a few earlier turns and the user's question; long
 // requests carry a document to summarise.
 func (p *Planner) body(r *Planned) []byte {
-	budget := 4 * r.PromptTokens // bytes of rendered prompt
-	k := p.rng.IntN(p.o.SystemPrompts)
-	sys := systemPrompt(k)
-	if len(sys)+len("system: \n") > budget/2 {
+	g := p.text
+	budget := r.PromptTokens
+	sys := systemPrompt(g.IntN(p.o.SystemPrompts))
+	sysTokens := mustTokens("system", sys)
+	if sysTokens > budget/2 {
 		sys = systemPrompt(-1)
+		sysTokens = mustTokens("system", sys)
 	}
 	msgs := []message{{Role: "system", Content: sys}}
-	budget -= len(sys) + len("system: \n")
+	budget -= sysTokens
 	if r.Long {
-		msgs = append(msgs, message{Role: "user", Content: p.text("Summarise this document for the weekly report:\n", budget-len("user: \n"))})
+		msgs = append(msgs, message{Role: "user", Content: fill(g, "user", "Summarise this document for the weekly report:\n", budget)})
 	} else {
-		turns := p.rng.IntN(3)
+		turns := g.IntN(3)
 		if r.Session != nil {
 			turns = 0 // a session's history is its own, built turn by turn
 		}
 		for range turns {
 			share := budget / (2*turns + 2)
-			msgs = append(msgs, message{Role: "user", Content: p.text("", share-len("user: \n"))})
-			msgs = append(msgs, message{Role: "assistant", Content: p.text("", share-len("assistant: \n"))})
+			msgs = append(msgs, message{Role: "user", Content: fill(g, "user", "", share)})
+			msgs = append(msgs, message{Role: "assistant", Content: fill(g, "assistant", "", share)})
 			budget -= 2 * share
 		}
-		msgs = append(msgs, message{Role: "user", Content: p.text("", budget-len("user: \n"))})
+		msgs = append(msgs, message{Role: "user", Content: fill(g, "user", "", budget)})
 	}
 	b := chatBody{
 		Model: p.o.Model, Messages: msgs, MaxTokens: r.MaxTokens, Stream: r.Stream,
-		IgnoreEOS: !p.o.NaturalEOS, User: fmt.Sprintf("user-%03d", p.rng.IntN(500)),
+		IgnoreEOS: !p.o.NaturalEOS, User: fmt.Sprintf("user-%03d", g.IntN(500)),
 	}
 	if r.Stream {
 		b.StreamOptions = map[string]any{"include_usage": true}
@@ -346,29 +354,55 @@ func (p *Planner) body(r *Planned) []byte {
 	return out
 }
 
+// words are the filler of prompt text: each is one token of o200k_base
+// with the space before it.
 var words = strings.Fields(`the request latency queue batch token model prompt server cluster
 	report customer order invoice weekly summary please explain why how what when error retry
 	deploy rollout gateway region shard replica memory cache budget review update ticket status
 	today yesterday meeting notes action owner metric alert page incident timeline root cause
 	fix test result table chart value trend spike normal peak hour minute second user account`)
 
-// text is prefix followed by pseudo-random words, exactly n bytes long
-// (the prefix alone when n is smaller).
-func (p *Planner) text(prefix string, n int) string {
+// messageTokens is the simulator's count for one message (default
+// tokenizer).
+func messageTokens(role, content string) (int, error) {
+	return cluster.Options{}.MessageTokens(role, content)
+}
+
+// mustTokens is messageTokens once NewPlanner has loaded the tokenizer.
+func mustTokens(role, content string) int {
+	n, err := messageTokens(role, content)
+	if err != nil {
+		panic(err) // NewPlanner checked the tokenizer loads; it is loaded once
+	}
+	return n
+}
+
+// fill returns a role message's content of about tokens tokens: prefix and
+// then words. A word after the prefix (or after the rendered "role: ") is
+// one token, so the words needed are tokens less what the message costs
+// with one word.
+func fill(g *rand.Rand, role, prefix string, tokens int) string {
+	return text(g, prefix, tokens-(mustTokens(role, text(nil, prefix, 1))-1))
+}
+
+// text is prefix followed by n pseudo-random words (the first one "the"
+// when g is nil), each after a space but the first when prefix is empty;
+// the prefix alone for n < 1.
+func text(g *rand.Rand, prefix string, n int) string {
 	var b strings.Builder
-	b.Grow(max(n, len(prefix)))
+	b.Grow(len(prefix) + 8*max(n, 0))
 	b.WriteString(prefix)
-	for b.Len() < n {
-		if b.Len() > len(prefix) {
+	for i := range max(n, 0) {
+		if i > 0 || prefix != "" {
 			b.WriteByte(' ')
 		}
-		b.WriteString(words[p.rng.IntN(len(words))])
+		w := words[0]
+		if g != nil {
+			w = words[g.IntN(len(words))]
+		}
+		b.WriteString(w)
 	}
-	s := b.String()
-	if len(s) > n && n >= len(prefix) {
-		s = s[:n]
-	}
-	return s
+	return b.String()
 }
 
 // systemPrompt returns shared system prompt k (180 to 420 tokens), or a

@@ -96,14 +96,14 @@ func followUp(r *Planned, answer string) (next Planned, think time.Duration, ok 
 		return Planned{}, 0, false
 	}
 	rng := rand.New(rand.NewPCG(s.seed, uint64(s.Turn+1)))
-	pl := &Planner{rng: rng}
-	b.Messages = append(b.Messages, message{Role: "assistant", Content: answer})
+	answerMsg := message{Role: "assistant", Content: answer}
+	var turn message
 	if s.Agent {
-		out := pl.text("Tool output:\n", 4*int(120*math.Exp(0.6*rng.NormFloat64())))
-		b.Messages = append(b.Messages, message{Role: "tool", Content: out, ToolCallID: fmt.Sprintf("call_%d_%d", s.ID, s.Turn)})
+		turn = message{Role: "tool", Content: fill(rng, "tool", "Tool output:\n", int(120*math.Exp(0.6*rng.NormFloat64()))), ToolCallID: fmt.Sprintf("call_%d_%d", s.ID, s.Turn)}
 	} else {
-		b.Messages = append(b.Messages, message{Role: "user", Content: pl.text("", 4*int(40*math.Exp(0.7*rng.NormFloat64())))})
+		turn = message{Role: "user", Content: fill(rng, "user", "", int(40*math.Exp(0.7*rng.NormFloat64())))}
 	}
+	b.Messages = append(b.Messages, answerMsg, turn)
 	b.MaxTokens = max(1, int(129*math.Exp(0.661*rng.NormFloat64())))
 	body, err := json.Marshal(b)
 	if err != nil {
@@ -111,7 +111,8 @@ func followUp(r *Planned, answer string) (next Planned, think time.Duration, ok 
 	}
 	ns := *s
 	ns.Turn++
-	next = Planned{Path: r.Path, Body: body, MaxTokens: b.MaxTokens, Stream: r.Stream, PromptTokens: len(body) / 4, Session: &ns}
+	prompt := r.PromptTokens + mustTokens(answerMsg.Role, answerMsg.Content) + mustTokens(turn.Role, turn.Content)
+	next = Planned{Path: r.Path, Body: body, MaxTokens: b.MaxTokens, Stream: r.Stream, PromptTokens: prompt, Session: &ns}
 	think = time.Duration(rng.ExpFloat64() * float64(s.think))
 	return next, min(think, 10*s.think), true
 }

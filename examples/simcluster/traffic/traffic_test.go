@@ -70,19 +70,19 @@ func FuzzReadAzureTrace(f *testing.F) {
 	})
 }
 
-// renderedTokens is the simulator's estimate for a chat body: 4 bytes per
-// token of "role: content\n" lines.
+// renderedTokens is the simulator's prompt_tokens for a chat body (its
+// default tokenizer, o200k_base).
 func renderedTokens(t *testing.T, body []byte) (int, chatBody) {
 	t.Helper()
 	var b chatBody
 	if err := json.Unmarshal(body, &b); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, m := range b.Messages {
-		n += len(m.Role) + 3 + len(m.Content)
+	n, err := cluster.Options{}.PromptTokens("/v1/chat/completions", body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return (n + 3) / 4, b
+	return n, b
 }
 
 func TestPlanFollowsTrace(t *testing.T) {

@@ -3,8 +3,7 @@
 // Storage through its S3-interoperable XML API (HMAC keys).
 //
 // Why minio-go: it adds about 2.2 MB to a stripped binary (the AWS SDK v2's
-// S3 client and config: 4.4 MB; Azure's blob SDK with azidentity: 7.5 MB),
-// speaks only S3, and brings what the uploader needs: the AWS credential
+// S3 client and config: 4.4 MB), speaks only S3, and brings what the uploader needs: the AWS credential
 // chain (environment, shared credentials file and profile, IRSA web
 // identity, EKS Pod Identity / ECS, EC2 instance metadata), automatic
 // multipart upload of large files, and retries with exponential backoff and
@@ -18,7 +17,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"sync"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -149,7 +147,10 @@ func (b *Bucket) Open(ctx context.Context, key string) (store.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", b.URL(key), mapErr(err))
 	}
-	return &object{b: b, ctx: context.WithoutCancel(ctx), key: key, size: oi.Size, etag: oi.ETag}, nil
+	ctx = context.WithoutCancel(ctx)
+	return store.NewRangeFile(oi.Size, func(buf []byte, off int64) error {
+		return b.get(ctx, key, oi.ETag, buf, off)
+	}), nil
 }
 
 // Put uploads a local file: in one PUT below PartSize, in parts above
@@ -185,84 +186,24 @@ func mapErr(err error) error {
 	return err
 }
 
-// tailBlock is how much of an object's end one GET fetches when a small
-// read lands there: a Parquet footer is read as its 8-byte trailer, then
-// the footer itself, and both come from this one block.
-const tailBlock = 32 << 10
-
-// object reads one object by ranges.
-type object struct {
-	b    *Bucket
-	ctx  context.Context
-	key  string
-	size int64
-	etag string
-
-	mu   sync.Mutex // guards tail
-	tail []byte     // the object's last min(size, tailBlock) bytes, once fetched
-}
-
-func (o *object) Size() int64  { return o.size }
-func (o *object) Close() error { return nil }
-
-// ReadAt reads len(p) bytes at off with one ranged GET of exactly those
-// bytes, or from the tail block for a small read at the end.
-func (o *object) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("read %s: negative offset", o.b.URL(o.key))
-	}
-	if off >= o.size {
-		return 0, io.EOF
-	}
-	want := p
-	if off+int64(len(p)) > o.size {
-		want = p[:o.size-off]
-	}
-	tailStart := max(0, o.size-tailBlock)
-	if off >= tailStart {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.tail == nil {
-			buf := make([]byte, o.size-tailStart)
-			if err := o.get(buf, tailStart); err != nil {
-				return 0, err
-			}
-			o.tail = buf
-		}
-		n := copy(want, o.tail[off-tailStart:])
-		return o.result(n, len(p))
-	}
-	if err := o.get(want, off); err != nil {
-		return 0, err
-	}
-	return o.result(len(want), len(p))
-}
-
-func (o *object) result(n, asked int) (int, error) {
-	if n < asked {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-// get fills buf from the object's bytes at off.
-func (o *object) get(buf []byte, off int64) error {
+// get fills buf from the object's bytes at off, pinned to etag when set.
+func (b *Bucket) get(ctx context.Context, key, etag string, buf []byte, off int64) error {
 	opts := minio.GetObjectOptions{}
 	if err := opts.SetRange(off, off+int64(len(buf))-1); err != nil {
 		return err
 	}
-	if o.etag != "" {
-		if err := opts.SetMatchETag(o.etag); err != nil {
+	if etag != "" {
+		if err := opts.SetMatchETag(etag); err != nil {
 			return err
 		}
 	}
-	r, err := o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+	r, err := b.c.GetObject(ctx, b.bucket, key, opts)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", o.b.URL(o.key), mapErr(err))
+		return fmt.Errorf("read %s: %w", b.URL(key), mapErr(err))
 	}
 	defer r.Close()
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return fmt.Errorf("read %s at %d: %w", o.b.URL(o.key), off, mapErr(err))
+		return fmt.Errorf("read %s at %d: %w", b.URL(key), off, mapErr(err))
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
-// Package storetest starts a real S3 server for tests: versitygw with its
-// posix backend, on loopback, in a temporary directory. There is no mock of
-// the S3 API: what the tests exercise is what a bucket does.
+// Package storetest starts real object-storage servers for tests, on
+// loopback, in a temporary directory: versitygw with its posix backend (the
+// S3 API) and Azurite (Azure Blob Storage). There is no mock of either API:
+// what the tests exercise is what a bucket does.
 //
-// The server binary is found as $REEL_VERSITYGW, versitygw on $PATH, or
+// The versitygw binary is found as $REEL_VERSITYGW, versitygw on $PATH, or
 // $GOPATH/bin/versitygw (install it with
-// `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`). Without
-// it the tests skip, except under CI=true, where they fail: CI must never
-// pass by skipping them.
+// `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`); Azurite
+// as $REEL_AZURITE or azurite-blob on $PATH (`npm install -g
+// azurite@3.37.0`). Without them the tests skip, except under CI=true,
+// where they fail: CI must never pass by skipping them.
 package storetest
 
 import (
@@ -99,20 +101,28 @@ func Start(tb testing.TB) *S3 {
 		cmd.Wait()
 		logf.Close()
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	waitListening(tb, s.Endpoint, 30*time.Second, logf.Name())
+	return s
+}
+
+// waitListening waits until a server started by the test accepts
+// connections on addr, failing the test with the server's log after
+// timeout.
+func waitListening(tb testing.TB, addr string, timeout time.Duration, logPath string) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
-		c, err := net.DialTimeout("tcp", s.Endpoint, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
-			tb.Fatalf("versitygw did not listen on %s within 30 s: %s", s.Endpoint, log)
+			log, _ := os.ReadFile(logPath)
+			tb.Fatalf("the test server did not listen on %s within %v: %s", addr, timeout, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s
 }
 
 // Options are s3store options for this server (through the throttle when
