@@ -156,7 +156,14 @@ func (ix *topicIndex) at(text []byte, p int, ts *topicScan) {
 // wordAt is at for an ASCII letter or digit at text[p] that synthesis
 // found starting a run: a keyword start unless it follows another ASCII
 // letter or digit (the second part of camelCase, letters after digits).
+// The byte test comes first and inlines: most words start no keyword.
 func (ix *topicIndex) wordAt(text []byte, p int, ts *topicScan) {
+	if ix.byteFlags[text[p]]&flagFirst != 0 {
+		ix.wordStartAt(text, p, ts)
+	}
+}
+
+func (ix *topicIndex) wordStartAt(text []byte, p int, ts *topicScan) {
 	if p+1 < len(text) && (p == 0 || !asciiAlnum[text[p-1]]) {
 		ix.at(text, p, ts)
 	}
@@ -168,7 +175,7 @@ func (ix *topicIndex) wordAt(text []byte, p int, ts *topicScan) {
 // bytes into U+FFFD), so synthesis, which visits rune starts only, finds
 // every keyword a scan would.
 func (ix *topicIndex) runeAt(text []byte, p int, ts *topicScan) {
-	if p+1 < len(text) {
+	if ix.byteFlags[text[p]]&flagFirst != 0 && p+1 < len(text) {
 		ix.at(text, p, ts)
 	}
 }
