@@ -38,8 +38,8 @@ const (
 	DefaultMaxOpenHours  = 2
 	DefaultUploadWait    = time.Minute
 	// DefaultLevel and DefaultPageBytes: zstd's better level on 4 MiB pages
-	// costs a writer about 15 µs of CPU per chat exchange more than the
-	// fastest level on 1 MiB pages (1.5 % of a recording sidecar's) for 7 %
+	// costs a writer about 25 µs of CPU per chat exchange more than the
+	// fastest level on 1 MiB pages (2.5 % of a recording sidecar's) for 8 %
 	// less disk (docs/performance.md, "Storage").
 	DefaultLevel     = zstd.SpeedBetterCompression
 	DefaultPageBytes = 4 << 20
