@@ -43,7 +43,9 @@ type Options struct {
 	// group's; default DefaultExactValues, about 8 bytes each). Beyond it
 	// the largest distributions are summarised by sketches, whose quantiles
 	// are within SketchRelErr of the exact ones (Quantiles.RelErr says
-	// which); small ones stay exact. Negative: sketch every distribution.
+	// which); small ones stay exact. Sketch bins count against it as
+	// values do, so a long run's frame sketches replace exact values
+	// rather than add to them. Negative: sketch every distribution.
 	ExactValues int
 	// MaxPrefixBlocks caps the distinct prefix-block hashes remembered for
 	// the prefix-sharing ratio; beyond it the ratio is a lower bound
@@ -121,7 +123,7 @@ type Analyzer struct {
 	sumE2E     float64
 	inflight   endHeap
 	peakFlight int
-	tokensSec  map[int64]float64 // second since epoch → output tokens
+	tokensSec  secondSums // second since epoch → output tokens
 	recordings int64
 	replays    int64
 
@@ -223,7 +225,7 @@ func New(opt Options) *Analyzer {
 	a := &Analyzer{
 		opt:       opt,
 		frameIdx:  map[int64]int32{},
-		tokensSec: map[int64]float64{},
+		tokensSec: secondSums{m: map[int64]float64{}},
 		hist:      map[int][]int64{},
 		routes:    newDict(opt.MaxGroups),
 		models:    newDict(opt.MaxGroups),
@@ -397,15 +399,48 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 	}
 	ttft := o.lat[colTTFT]
 	if ttft <= 0 {
-		a.tokensSec[floorDiv(end, int64(time.Second))] += float64(o.outTokens)
+		a.tokensSec.add(floorDiv(end, int64(time.Second)), float64(o.outTokens))
 		return
 	}
 	per := float64(o.outTokens) / float64(len(o.itlUs)+1)
 	t := o.send + ttft
-	a.tokensSec[floorDiv(t, int64(time.Second))] += per
+	a.tokensSec.add(floorDiv(t, int64(time.Second)), per)
 	for _, g := range o.itlUs {
 		t += int64(g) * 1000
-		a.tokensSec[floorDiv(t, int64(time.Second))] += per
+		a.tokensSec.add(floorDiv(t, int64(time.Second)), per)
+	}
+}
+
+// secondSums sums values per second with the latest second's sum held
+// outside the map: a stream's token events mostly fall in one second, so
+// most additions skip the map. Each second receives the same additions in
+// the same order as a plain map would.
+type secondSums struct {
+	m    map[int64]float64
+	sec  int64
+	sum  float64
+	held bool // sec's sum is in sum, not in m
+}
+
+func (s *secondSums) add(sec int64, v float64) {
+	if s.held && sec == s.sec {
+		s.sum += v
+		return
+	}
+	s.flush()
+	s.sec, s.sum, s.held = sec, s.m[sec]+v, true
+}
+
+// all returns the sums by second.
+func (s *secondSums) all() map[int64]float64 {
+	s.flush()
+	return s.m
+}
+
+func (s *secondSums) flush() {
+	if s.held {
+		s.m[s.sec] = s.sum
+		s.held = false
 	}
 }
 

@@ -27,11 +27,19 @@ type dist struct {
 // Past its limit the largest exact distributions become sketches until half
 // the limit is free, so small distributions (a quiet frame, a rare route)
 // stay exact in a long run and memory stays flat however long the run is.
+// A sketch's bins count against the limit too (a bin is an int64, like a
+// value): in a long run the frames' sketches take the place of exact
+// values instead of adding to them.
 type exactBudget struct {
-	limit int64   // values held at most; 0 sketches everything at once
-	held  int64   // values held now
+	limit int64   // values and bins held at most; 0 sketches everything at once
+	held  int64   // values and sketch bins held now
+	next  int64   // held above which to shed again (limit, or more while sketches alone exceed half of it)
 	dists []*dist // distributions holding exact values
 }
+
+// minShed is the fewest values a distribution must hold to be sketched by
+// shed: a sketch of fewer is no smaller.
+const minShed = 64
 
 // DefaultExactValues is Options.ExactValues' default: 2^20 values (8 MiB
 // of numbers; about 35,000 replayed requests) are kept exactly.
@@ -49,7 +57,18 @@ func (d *dist) add(b *exactBudget, v int64) {
 	d.mean += delta / float64(d.n)
 	d.m2 += delta * (float64(v) - d.mean)
 	if d.sk != nil {
+		if b.limit <= 0 {
+			d.sk.add(v, 1)
+			return
+		}
+		before := d.sk.cells()
 		d.sk.add(v, 1)
+		if grown := d.sk.cells() - before; grown != 0 {
+			b.held += int64(grown)
+			if b.held > max(b.limit, b.next) {
+				b.shed()
+			}
+		}
 		return
 	}
 	if b.limit <= 0 {
@@ -63,7 +82,7 @@ func (d *dist) add(b *exactBudget, v int64) {
 	}
 	d.vals = append(d.vals, v)
 	d.sorted = false
-	if b.held++; b.held > b.limit {
+	if b.held++; b.held > max(b.limit, b.next) {
 		b.shed()
 	}
 }
@@ -74,9 +93,10 @@ func (b *exactBudget) shed() {
 	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(len(y.vals), len(x.vals)) })
 	keep := b.dists[:0]
 	for _, d := range b.dists {
-		if b.held > b.limit/2 {
+		if b.held > b.limit/2 && len(d.vals) >= minShed {
 			b.held -= int64(len(d.vals))
 			d.toSketch()
+			b.held += int64(d.sk.cells())
 			d.tracked = false
 			continue
 		}
@@ -84,6 +104,9 @@ func (b *exactBudget) shed() {
 	}
 	clear(b.dists[len(keep):])
 	b.dists = keep
+	// Sketches (and distributions too small to shed) may hold more than
+	// half the limit on their own: try again only after another half.
+	b.next = max(b.limit, b.held+b.limit/2)
 }
 
 func (d *dist) toSketch() {

@@ -27,7 +27,7 @@
 // Quantiles are by nearest rank: the p-quantile of n values is the
 // ⌈p·n⌉-th smallest. They are exact while the run's distributions (the
 // run's, each frame's, each group's) hold at most Options.ExactValues values
-// together (default 2^20, 8 MiB); beyond it the largest distributions become
+// together (default 2^20, 8 MiB; sketch bins count against it too); beyond it the largest distributions become
 // mergeable sketches (DDSketch's logarithmic bins with integer counts) whose
 // quantiles are within SketchRelErr (1 %) of the exact ones, and
 // Quantiles.RelErr says which are. Counts, means, standard deviations and

@@ -37,26 +37,40 @@ type sketchBins struct {
 }
 
 // sketchBounds[i] is γ^i, the upper bound of bin i, for every bin an
-// integer magnitude (1 … 2^63) can fall in; octaveFirst[k] is the first bin
-// whose bound reaches 2^k. Finding a bin is then a few comparisons within
-// one power of two instead of a logarithm.
-var sketchBounds, octaveFirst = func() ([]float64, []int) {
+// integer magnitude (1 … 2^63) can fall in. sliceFirst[k<<sliceBits | j] is
+// the first bin whose bound reaches the lower edge of the j-th of the
+// 2^sliceBits equal slices of [2^k, 2^(k+1)): a slice (0.4 % of its octave)
+// is narrower than a bin (2 %), so finding a bin is a table lookup and
+// rarely a comparison or two, instead of a logarithm.
+var sketchBounds, sliceFirst = func() ([]float64, []uint16) {
 	bounds := []float64{1}
 	for bounds[len(bounds)-1] < 1<<63 {
 		bounds = append(bounds, math.Pow(sketchGamma, float64(len(bounds))))
 	}
-	first := make([]int, 65)
-	for k := range first {
-		first[k], _ = slices.BinarySearch(bounds, math.Ldexp(1, k))
+	first := make([]uint16, 64<<sliceBits)
+	for k := range 64 {
+		for j := range 1 << sliceBits {
+			edge := math.Ldexp(1+float64(j)/(1<<sliceBits), k)
+			i, _ := slices.BinarySearch(bounds, edge)
+			first[k<<sliceBits|j] = uint16(i)
+		}
 	}
 	return bounds, first
 }()
 
+const sliceBits = 8
+
 // sketchBin returns the bin of a magnitude m ≥ 1: the first i with γ^i ≥ m.
 func sketchBin(m uint64) int {
 	k := bits.Len64(m) - 1 // 2^k ≤ m < 2^(k+1)
+	var j uint64           // the slice of the octave m is in: the sliceBits bits below the leading one
+	if k >= sliceBits {
+		j = m >> (k - sliceBits)
+	} else {
+		j = m << (sliceBits - k)
+	}
 	x := float64(m)
-	i := octaveFirst[k]
+	i := int(sliceFirst[k<<sliceBits|int(j&(1<<sliceBits-1))])
 	for sketchBounds[i] < x {
 		i++
 	}
@@ -172,4 +186,7 @@ func (b *sketchBins) sum(from int) int64 {
 }
 
 // bytes is about the memory the sketch holds.
-func (s *sketch) bytes() int { return 8 * (cap(s.pos.counts) + cap(s.neg.counts)) }
+func (s *sketch) bytes() int { return 8 * s.cells() }
+
+// cells is how many counts the sketch holds room for.
+func (s *sketch) cells() int { return cap(s.pos.counts) + cap(s.neg.counts) }

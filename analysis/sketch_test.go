@@ -270,3 +270,33 @@ func TestCompareFromSketches(t *testing.T) {
 		t.Errorf("e2e.p99 exact %+v, sketched %+v", e, s)
 	}
 }
+
+// TestSketchBinLookup: the slice table finds the same bin as searching
+// every bound — at each power of two, next to it, and at random magnitudes.
+func TestSketchBinLookup(t *testing.T) {
+	search := func(m uint64) int {
+		i, _ := slices.BinarySearch(sketchBounds, float64(m))
+		return i
+	}
+	check := func(m uint64) {
+		if m == 0 || m > 1<<63 { // magnitudes of int64 values
+			return
+		}
+		if got, want := sketchBin(m), search(m); got != want {
+			t.Fatalf("sketchBin(%d) = %d, want %d", m, got, want)
+		}
+	}
+	for k := range 64 {
+		p := uint64(1) << k
+		for _, m := range []uint64{p - 1, p, p + 1, p + p/3, p + p/2, 2*p - 1} {
+			check(m)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		check(rng.Uint64() >> rng.IntN(64))
+	}
+	for m := uint64(1); m < 70_000; m++ {
+		check(m)
+	}
+}

@@ -202,7 +202,7 @@ func (a *Analyzer) Summary() *Summary {
 	s.RequestRate = rate(float64(n))
 	s.Throughput = rate(float64(s.OK))
 	s.OutputTokenRate = rate(float64(s.OutputTokens))
-	for _, v := range a.tokensSec {
+	for _, v := range a.tokensSec.all() {
 		s.PeakOutputTokenRate = max(s.PeakOutputTokenRate, v)
 	}
 	s.PeakOutputTokenRate = math.Round(s.PeakOutputTokenRate*1000) / 1000

@@ -29,12 +29,16 @@ func validFile(t testing.TB) []byte {
 
 // readDamaged opens and drains data as a dataset file; it must return (the
 // caller checks for panics and hangs), with rows or an ErrBadFile.
-func readDamaged(t *testing.T, data []byte) (int, error) {
+func readDamaged(t *testing.T, data []byte, opts ...ReaderOptions) (int, error) {
 	path := filepath.Join(t.TempDir(), "x.parquet")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := OpenReader[Exchange](context.Background(), []string{path}, ReaderOptions{})
+	var o ReaderOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	r, err := OpenReader[Exchange](context.Background(), []string{path}, o)
 	if err != nil {
 		return 0, err
 	}
@@ -85,13 +89,16 @@ func TestDamagedFiles(t *testing.T) {
 }
 
 // FuzzDamagedParquet: any bytes as a dataset file give rows or an error,
-// never a panic or a hang.
+// never a panic or a hang — read in full (parquet-go's row path) and
+// through the columnar path the analysis uses.
 func FuzzDamagedParquet(f *testing.F) {
 	good := validFile(f)
 	f.Add(good)
 	f.Add(good[:len(good)-10])
 	f.Add([]byte("PAR1PAR1"))
+	cols := columnarColumns[Exchange]()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		readDamaged(t, data)
+		readDamaged(t, data, ReaderOptions{Columns: cols})
 	})
 }

@@ -31,24 +31,24 @@ const (
 // moved here must be mirrored there, in schema order;
 // TestShredMatchesReflection fails until it is.
 type Exchange struct {
-	Ts       time.Time `parquet:"ts,timestamp(microsecond)"` // request start, UTC, µs precision
-	TsUnixNs int64     `parquet:"ts_unix_ns"`                // request start, ns since the Unix epoch
-	Recorder string    `parquet:"recorder,dict"`             // recorder id
-	Seq      int64     `parquet:"seq"`                       // per-recorder sequence number, from 1
-	ConnID   int64     `parquet:"conn_id"`                   // recorder-local connection id
-	ConnSeq  int32     `parquet:"conn_seq"`                  // index of this exchange on its connection, from 0
-	Session  string    `parquet:"session,dict"`              // session key (header or client), may be empty
-	Client   string    `parquet:"client,dict"`               // client address (redacted by policy)
+	Ts       time.Time `parquet:"ts,timestamp(microsecond),delta"` // request start, UTC, µs precision
+	TsUnixNs int64     `parquet:"ts_unix_ns,delta"`                // request start, ns since the Unix epoch
+	Recorder string    `parquet:"recorder,dict"`                   // recorder id
+	Seq      int64     `parquet:"seq,delta"`                       // per-recorder sequence number, from 1
+	ConnID   int64     `parquet:"conn_id"`                         // recorder-local connection id
+	ConnSeq  int32     `parquet:"conn_seq"`                        // index of this exchange on its connection, from 0
+	Session  string    `parquet:"session,dict"`                    // session key (header or client), may be empty
+	Client   string    `parquet:"client,dict"`                     // client address (redacted by policy)
 
-	Method         string            `parquet:"method,dict"`           // HTTP method
-	Host           string            `parquet:"host,dict"`             // Host / :authority
-	Path           string            `parquet:"path,dict"`             // URL path (redacted)
-	Query          string            `parquet:"query"`                 // raw query string, without "?" (redacted)
-	ReqHeaders     map[string]string `parquet:"req_headers"`           // allow-listed request headers; others keep only presence and length (redacted)
-	ReqContentType string            `parquet:"req_content_type,dict"` // request Content-Type
-	ReqBody        []byte            `parquet:"req_body"`              // request body, redacted, at most --max-body bytes
-	ReqBodyBytes   int64             `parquet:"req_body_bytes"`        // original size on the wire, before truncation/redaction
-	ReqBodyTrunc   bool              `parquet:"req_body_truncated"`    // ReqBody holds only the first --max-body bytes
+	Method         string            `parquet:"method,dict"`                                           // HTTP method
+	Host           string            `parquet:"host,dict"`                                             // Host / :authority
+	Path           string            `parquet:"path,dict"`                                             // URL path (redacted)
+	Query          string            `parquet:"query"`                                                 // raw query string, without "?" (redacted)
+	ReqHeaders     map[string]string `parquet:"req_headers" parquet-key:",dict" parquet-value:",dict"` // allow-listed request headers; others keep only presence and length (redacted)
+	ReqContentType string            `parquet:"req_content_type,dict"`                                 // request Content-Type
+	ReqBody        []byte            `parquet:"req_body"`                                              // request body, redacted, at most --max-body bytes
+	ReqBodyBytes   int64             `parquet:"req_body_bytes"`                                        // original size on the wire, before truncation/redaction
+	ReqBodyTrunc   bool              `parquet:"req_body_truncated"`                                    // ReqBody holds only the first --max-body bytes
 
 	Model              string  `parquet:"model,dict"`                // model of an LLM request body
 	Stream             bool    `parquet:"stream"`                    // the request asked for streaming ("stream": true)
@@ -58,17 +58,17 @@ type Exchange struct {
 	PrefixHashes       []int64 `parquet:"prefix_hashes,list"`        // keyed hash chain over the prompt's blocks
 	Topic              string  `parquet:"topic,dict"`                // label from the policy's topic rules, else empty
 
-	Status          int32             `parquet:"status"`                 // 0 when no response arrived
-	RespHeaders     map[string]string `parquet:"resp_headers"`           // allow-listed response headers (redacted)
-	RespContentType string            `parquet:"resp_content_type,dict"` // response Content-Type
-	RespBody        []byte            `parquet:"resp_body"`              // response body (SSE bodies as the event stream), redacted, capped
-	RespBodyBytes   int64             `parquet:"resp_body_bytes"`        // original response body size (bytes)
-	TTFBNs          int64             `parquet:"ttfb_ns"`                // first response byte − ts
-	DurationNs      int64             `parquet:"duration_ns"`            // last response byte − ts
-	Events          int32             `parquet:"events"`                 // SSE events in the response
-	TTFTNs          int64             `parquet:"ttft_ns"`                // first token-bearing SSE event − ts
-	EventGapsUs     []int32           `parquet:"event_gaps_us,list"`     // gaps between consecutive token-bearing SSE events (µs)
-	OutputTokens    int32             `parquet:"output_tokens"`          // output tokens: from usage, else counted token events
+	Status          int32             `parquet:"status"`                                                 // 0 when no response arrived
+	RespHeaders     map[string]string `parquet:"resp_headers" parquet-key:",dict" parquet-value:",dict"` // allow-listed response headers (redacted)
+	RespContentType string            `parquet:"resp_content_type,dict"`                                 // response Content-Type
+	RespBody        []byte            `parquet:"resp_body"`                                              // response body (SSE bodies as the event stream), redacted, capped
+	RespBodyBytes   int64             `parquet:"resp_body_bytes"`                                        // original response body size (bytes)
+	TTFBNs          int64             `parquet:"ttfb_ns"`                                                // first response byte − ts
+	DurationNs      int64             `parquet:"duration_ns"`                                            // last response byte − ts
+	Events          int32             `parquet:"events"`                                                 // SSE events in the response
+	TTFTNs          int64             `parquet:"ttft_ns"`                                                // first token-bearing SSE event − ts
+	EventGapsUs     []int32           `parquet:"event_gaps_us,list"`                                     // gaps between consecutive token-bearing SSE events (µs)
+	OutputTokens    int32             `parquet:"output_tokens"`                                          // output tokens: from usage, else counted token events
 
 	BatchSize  int32             `parquet:"batch_size"`      // from the x-batch-size context header, -1 when absent
 	QueueDepth int32             `parquet:"queue_depth"`     // from the x-queue-depth context header, -1 when absent

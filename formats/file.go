@@ -70,7 +70,7 @@ type fileConfig struct {
 	rowGroupRows  int
 	rowGroupBytes int64
 	rotateSize    int64
-	pageBytes     int               // page buffer size; 0: 1 MiB
+	pageBytes     int               // page buffer size; 0: DefaultPageBytes
 	meta          map[string]string // complete key-value metadata
 	disk          disk              // where files are created; nil: the operating system's
 }
@@ -104,12 +104,12 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 func parquetOptions[T Record](cfg fileConfig, now time.Time) []parquet.WriterOption {
 	pageBytes := cfg.pageBytes
 	if pageBytes <= 0 {
-		pageBytes = 1 << 20
+		pageBytes = DefaultPageBytes
 	}
 	opts := []parquet.WriterOption{
 		parquet.Compression(cfg.codec),
 		parquet.DataPageVersion(1),
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.DeltaLengthByteArray),
 		parquet.MaxRowsPerRowGroup(int64(cfg.rowGroupRows)),
 		parquet.PageBufferSize(pageBytes),
 		parquet.CreatedBy("reel", Version, ""),

@@ -27,8 +27,10 @@ import (
 // overlaps the current time — flat in the size of the dataset. Row groups
 // outside [From, To) are never read. A row group found out of order (not
 // written by reel's Writer) fails the read with an error naming the file.
-// With ReaderOptions.Columns only those columns' pages are read and decoded,
-// straight into the records' fields where their types allow (columnar.go).
+// With ReaderOptions.Columns only those columns' pages are read and decoded.
+// Where the types of the columns read allow (every column of a result; an
+// exchange's without its maps and bodies), they are decoded straight from
+// the pages into the records' fields (columnar.go).
 type Reader[T Record] struct {
 	opts     ReaderOptions
 	from, to int64
@@ -90,14 +92,18 @@ func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOption
 			return nil, fmt.Errorf("open reader: %w", err)
 		}
 		r.schema = s
-		if !opts.RowPath {
-			names := make([]string, 0, len(s.Fields()))
-			for _, f := range s.Fields() {
-				names = append(names, f.Name())
-			}
-			if fields, ok := columnarFields[T](names); ok {
-				r.fields = fields
-			}
+	}
+	if !opts.RowPath {
+		s := r.schema
+		if s == nil {
+			s = parquet.SchemaOf(new(T))
+		}
+		names := make([]string, 0, len(s.Fields()))
+		for _, f := range s.Fields() {
+			names = append(names, f.Name())
+		}
+		if fields, ok := columnarFields[T](names); ok { // every column of results; exchanges without maps and bodies
+			r.fields = fields
 		}
 	}
 	list, err := ListFiles(paths)

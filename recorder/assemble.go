@@ -82,6 +82,10 @@ type Assembler struct {
 	ctxKeys []string // canonical names of non-typed context headers
 	seq     atomic.Int64
 	conns   atomic.Int64
+	// lastUnsized is the length of the latest response body of unknown
+	// length (an event stream, a chunked answer) kept whole: the next such
+	// body starts with about that much room (growFrom).
+	lastUnsized atomic.Int64
 }
 
 // NewAssembler returns an Assembler for cfg.
@@ -165,6 +169,9 @@ type Recording struct {
 	respAt   time.Time
 	lastByte time.Time
 	scanner  *sse.Scanner // non-nil for event-stream responses
+	// respGrow is the first capacity of a response body of unknown length
+	// (growFrom); 0 when a Content-Length sized it.
+	respGrow int
 	timeline sse.Timeline
 	// pend is the tail of RespBody not yet scanned, which arrived at pendAt
 	// (see ResponseBody); empty when nothing waits.
@@ -196,7 +203,7 @@ func (r *Recording) SetRequest(req Request) {
 // RequestBody records the next piece of the request body.
 func (r *Recording) RequestBody(p []byte) {
 	r.mu.Lock()
-	r.x.ReqBody, r.x.ReqBodyTrunc = appendCapped(r.x.ReqBody, p, r.a.cfg.MaxBody, r.x.ReqBodyTrunc)
+	r.x.ReqBody, r.x.ReqBodyTrunc = appendCapped(r.x.ReqBody, p, r.a.cfg.MaxBody, r.x.ReqBodyTrunc, growStart)
 	r.x.ReqBodyBytes += int64(len(p))
 	r.mu.Unlock()
 }
@@ -211,6 +218,9 @@ func (r *Recording) SetResponse(at time.Time, status int, header http.Header) {
 	r.x.RespHeaders = headerMap(header)
 	r.x.RespContentType = header.Get("Content-Type")
 	r.x.RespBody = presize(r.x.RespBody, header, r.a.cfg.MaxBody)
+	if cap(r.x.RespBody) == 0 {
+		r.respGrow = r.a.growFrom()
+	}
 	if isEventStream(r.x.RespContentType) {
 		r.scanner = sse.NewScanner(sse.Options{})
 	}
@@ -230,7 +240,7 @@ func (r *Recording) ResponseBody(at time.Time, p []byte) {
 	r.mu.Lock()
 	r.scanPending()
 	from := len(r.x.RespBody)
-	r.x.RespBody, _ = appendCapped(r.x.RespBody, p, r.a.cfg.MaxBody, false)
+	r.x.RespBody, _ = appendCapped(r.x.RespBody, p, r.a.cfg.MaxBody, false, r.respGrow)
 	r.x.RespBodyBytes += int64(len(p))
 	r.lastByte = at
 	if r.scanner != nil {
@@ -294,6 +304,9 @@ func (r *Recording) Finish(end time.Time, complete bool) *formats.Exchange {
 		last = end
 	}
 	x.DurationNs = int64(last.Sub(r.start))
+	if r.respGrow > 0 && int64(len(x.RespBody)) == x.RespBodyBytes && len(x.RespBody) > 0 {
+		r.a.lastUnsized.Store(int64(len(x.RespBody)))
+	}
 	if r.scanner != nil {
 		r.scanPending()
 		r.scanner.Flush(last, r.observe)
@@ -434,8 +447,9 @@ var lowerNames = func() map[string]string {
 }()
 
 // appendCapped appends p to dst keeping at most limit bytes; the flag
-// reports whether anything was cut.
-func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
+// reports whether anything was cut. A buffer that must grow doubles, from
+// at least start.
+func appendCapped(dst, p []byte, limit int64, trunc bool, start int) ([]byte, bool) {
 	room := limit - int64(len(dst))
 	if room <= 0 {
 		return dst, trunc || len(p) > 0
@@ -444,11 +458,11 @@ func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
 		p, trunc = p[:room], true
 	}
 	if need := len(dst) + len(p); need > cap(dst) {
-		// Double, from growStart, up to the cap: a body of unknown length
+		// Double, from start, up to the cap: a body of unknown length
 		// (an event stream, chunked) then costs at most about twice its size
 		// and a few copies, where a large presize cost a typical stream three
 		// times its size.
-		n := int64(max(2*cap(dst), need, growStart))
+		n := int64(max(2*cap(dst), need, start, growStart))
 		dst = append(make([]byte, 0, max(min(n, limit), int64(need))), dst...)
 	}
 	return append(dst, p...), trunc
@@ -457,6 +471,19 @@ func appendCapped(dst, p []byte, limit int64, trunc bool) ([]byte, bool) {
 // growStart is the smallest capture buffer allocated for a body whose length
 // was not announced: an event stream's first events or a small chunked body.
 const growStart = 1 << 10
+
+// maxGrowFrom bounds the first buffer of a body of unknown length, so that
+// one long stream does not make the next short ones hold its size.
+const maxGrowFrom = 64 << 10
+
+// growFrom is the first capacity for a response body of unknown length:
+// the latest such body's length and an eighth more (streams of one service
+// are alike), from growStart up to maxGrowFrom. A typical stream then
+// needs one buffer instead of a doubling series of them (each a copy).
+func (a *Assembler) growFrom() int {
+	n := a.lastUnsized.Load()
+	return int(min(max(n+n/8, growStart), maxGrowFrom, max(a.cfg.MaxBody, 1)))
+}
 
 // presize gives an empty body buffer the capacity the Content-Length in h
 // announces, up to limit, so that capturing it does not grow and copy it.

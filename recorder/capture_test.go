@@ -68,3 +68,43 @@ func TestCaptureGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureStartsAtLastStreamSize: a body of unknown length starts with
+// room for about as much as the previous one kept, so a stream like the
+// one before fills one buffer instead of a doubling series; a long stream
+// lends the next at most maxGrowFrom, and a truncated one lends nothing.
+func TestCaptureStartsAtLastStreamSize(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	event := []byte("data: {\"choices\":[{\"delta\":{\"content\":\"token \"}}]}\n\n")
+	stream := func(a *Assembler, events int) (firstCap, finalCap int) {
+		r := a.Begin(t0, ConnInfo{})
+		r.SetRequest(Request{Method: "POST", Header: http.Header{}})
+		r.SetResponse(t0, 200, http.Header{"Content-Type": {"text/event-stream"}})
+		for i := range events {
+			r.ResponseBody(t0, event)
+			if i == 0 {
+				firstCap = cap(r.x.RespBody)
+			}
+		}
+		finalCap = cap(r.x.RespBody)
+		r.Finish(t0.Add(time.Second), true)
+		return firstCap, finalCap
+	}
+	a := NewAssembler(Config{})
+	if first, _ := stream(a, 80); first != growStart {
+		t.Fatalf("first stream started at %d, want %d", first, growStart)
+	}
+	n := 80 * len(event)
+	if first, final := stream(a, 80); first < n || first > n+n/8 || final != first {
+		t.Fatalf("a stream like the previous one started at %d and ended at %d for %d bytes, want one buffer of %d..%d", first, final, n, n, n+n/8)
+	}
+	stream(a, 4000) // 208 KB
+	if first, _ := stream(a, 1); first != maxGrowFrom {
+		t.Fatalf("after a long stream the next started at %d, want the bound %d", first, maxGrowFrom)
+	}
+	capped := NewAssembler(Config{MaxBody: 3000})
+	stream(capped, 200) // cut at the cap: says nothing about the next
+	if first, _ := stream(capped, 1); first != growStart {
+		t.Fatalf("after a truncated stream the next started at %d, want %d", first, growStart)
+	}
+}

@@ -229,7 +229,7 @@ func (j *job) redactText(text []byte) []byte {
 	j.synth, j.edits = j.synth[:0], j.edits[:0]
 	j.edits = append(j.edits, edit{start: 0, end: len(text), kind: editTail, expl: j.note("", "text", "text body: chained synthetic text", "", text)})
 	j.segs = append(j.segs[:0], segment{text: text, key: "", edit: 0})
-	j.runChain()
+	j.runChain(nil)
 	return j.write(nil)
 }
 
@@ -308,7 +308,7 @@ func (j *job) appendTextValue(out, v []byte) []byte {
 	j.synth = j.synth[:0]
 	j.edits = append(j.edits[:0], edit{start: 0, end: len(v), kind: editTail, expl: -1})
 	j.segs = append(j.segs[:0], segment{text: v, key: "", edit: 0})
-	j.runChain()
+	j.runChain(nil)
 	return j.write(out)
 }
 

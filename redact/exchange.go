@@ -32,7 +32,7 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 	LinkTurns(x, r.key) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
-	x.Client, _ = r.detect(x.Client)
+	x.Client = r.redactClient(x.Client)
 	// The model column is copied from the raw body ("ft:gpt-4o:" + anything):
 	// the same detectors give the same token as the body's own "model".
 	x.Model, _ = r.detect(x.Model)
@@ -81,6 +81,32 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 		x.RespBody = b.Data
 	}
 	x.RedactErr = strings.Join(errs, "; ")
+}
+
+// maxClientMemo bounds the client addresses redactClient remembers; the
+// memo starts again when it is full.
+const maxClientMemo = 4096
+
+// redactClient is detect for the client column, remembered per address:
+// the exchanges of one keep-alive connection share their client address,
+// and finding and replacing an address costs more than the rest of the
+// columns together. detect depends only on the value and the key, so the
+// memo changes nothing stored.
+func (r *Redactor) redactClient(s string) string {
+	r.clientMu.Lock()
+	v, ok := r.clients[s]
+	r.clientMu.Unlock()
+	if ok {
+		return v
+	}
+	v, _ = r.detect(s)
+	r.clientMu.Lock()
+	if r.clients == nil || len(r.clients) >= maxClientMemo {
+		r.clients = make(map[string]string)
+	}
+	r.clients[s] = v
+	r.clientMu.Unlock()
+	return v
 }
 
 func reason(err error) string {

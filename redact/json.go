@@ -144,20 +144,20 @@ func (j *job) redactJSON(out, in []byte) []byte {
 		j.edits = append(j.edits, edit{start: j.errPos, end: len(in), kind: editTail, expl: j.note("", "text", "not JSON from here: synthetic text", "", in[j.errPos:])})
 		j.segs = append(j.segs, segment{text: in[j.errPos:], key: "", edit: len(j.edits) - 1})
 	}
-	if j.r.topics != nil && !j.allPrompt {
-		for _, s := range j.segs {
-			if s.edit >= 0 { // kept values (roles, tool names) name no topic
-				j.r.topics.scan(s.text, &j.topics)
-			}
-		}
+	// Keywords are found in the synthesized values as they are synthesized
+	// (kept values, roles and tool names, name no topic).
+	var topics *topicIndex
+	if !j.allPrompt {
+		topics = j.r.topics
 	}
-	j.runChain()
+	j.runChain(topics)
 	return j.write(out)
 }
 
 // runChain feeds every segment to the chain in document order and
-// synthesizes the ones that are not kept.
-func (j *job) runChain() {
+// synthesizes the ones that are not kept, recording topics' keywords in
+// those (nil: none).
+func (j *job) runChain(topics *topicIndex) {
 	for _, s := range j.segs {
 		j.chain.field(s.key)
 		if s.edit < 0 {
@@ -166,7 +166,7 @@ func (j *job) runChain() {
 		}
 		start := len(j.synth)
 		e := &j.edits[s.edit]
-		j.synth = j.chain.synthesize(j.synth, s.text, e.kind == editSynth)
+		j.synth = j.chain.synthesize(j.synth, s.text, e.kind == editSynth, topics, &j.topics)
 		e.a, e.b = start, len(j.synth)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reelkit/reel/formats"
 )
 
 func mustNew(tb testing.TB, p *Policy, key string) *Redactor {
@@ -559,5 +561,34 @@ func TestConcurrentUse(t *testing.T) {
 		if got := <-done; !bytes.Equal(got, want) {
 			t.Error("concurrent redaction differs")
 		}
+	}
+}
+
+// TestRedactClientMemo: the remembered client address is what detecting it
+// afresh gives, on every call and after the memo starts again.
+func TestRedactClientMemo(t *testing.T) {
+	r := testRedactor(t)
+	for _, addr := range []string{"203.0.113.7:51234", "[2001:db8::1]:443", "10.0.0.3:80", "gateway-7:9000", ""} {
+		want, _ := r.detect(addr)
+		for i := range 3 {
+			x := &formats.Exchange{Client: addr}
+			r.RedactExchange(x)
+			if x.Client != want {
+				t.Fatalf("call %d: client %q redacted to %q, want %q", i, addr, x.Client, want)
+			}
+		}
+		if strings.HasPrefix(addr, "203.") && want == addr {
+			t.Fatalf("address %q kept raw", addr)
+		}
+	}
+	for i := range maxClientMemo + 10 {
+		r.redactClient(fmt.Sprintf("198.51.100.%d:%d", i%250, i))
+	}
+	if n := len(r.clients); n > maxClientMemo {
+		t.Fatalf("memo holds %d addresses, bound %d", n, maxClientMemo)
+	}
+	want, _ := r.detect("198.51.100.9:9")
+	if got := r.redactClient("198.51.100.9:9"); got != want {
+		t.Fatalf("after the memo restarted: %q, want %q", got, want)
 	}
 }

@@ -79,6 +79,9 @@ type Redactor struct {
 	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed with key
 	jobs sync.Pool // *job
 	bufs sync.Pool // *[]byte scratch for seed
+
+	clientMu sync.Mutex        // guards clients
+	clients  map[string]string // client address → its redacted form (redactClient)
 }
 
 // New binds a policy to a dataset key (at least MinKeyBytes). A nil policy
@@ -175,7 +178,7 @@ func (r *Redactor) chainKey(domain byte) sipKey {
 // jsonEscape escapes it as JSON string content (see chain.synthesize).
 func (r *Redactor) synthesizeField(c *chain, dst, val []byte, jsonEscape bool) []byte {
 	c.reset(r.fieldKey, r.blockBytes, false)
-	return c.synthesize(dst, val, jsonEscape)
+	return c.synthesize(dst, val, jsonEscape, nil, nil)
 }
 
 // SchemeOf returns the synthesis scheme a Fingerprint names ("redact/1",

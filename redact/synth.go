@@ -293,7 +293,9 @@ func (s *synthesizer) draw(end int) rng {
 // Invalid UTF-8 becomes U+FFFD, one rune per bad byte. With jsonEscape
 // the kept bytes JSON escapes are appended escaped (synthetic letters never
 // need it), so the text goes into a JSON string without a second pass.
-func (c *chain) synthesize(dst, src []byte, jsonEscape bool) []byte {
+// With topics, the keywords in src are recorded in ts on the way, exactly
+// as topics.scan(src, ts) would (TestTopicsFoundWhileSynthesizing).
+func (c *chain) synthesize(dst, src []byte, jsonEscape bool, topics *topicIndex, ts *topicScan) []byte {
 	s := synthesizer{c: c, src: src}
 	han := hanPair{}
 	for i := 0; i < len(src); {
@@ -303,17 +305,29 @@ func (c *chain) synthesize(dst, src []byte, jsonEscape bool) []byte {
 			case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
 				s.wordStart(i)
 				j, n, upper := latinRun(src, i)
+				if topics != nil {
+					topics.wordAt(src, i, ts)
+					if j-i != n { // non-ASCII letters inside: more starts
+						topics.scanRange(src, i+1, j, ts)
+					}
+				}
 				g := s.draw(j)
 				dst = appendWord(dst, n, upper, &g)
 				i = j
 			case b >= '0' && b <= '9':
 				s.wordStart(i)
+				if topics != nil {
+					topics.wordAt(src, i, ts)
+				}
 				j := skipDigits(src, i)
 				g := s.draw(j)
 				for ; i < j; i++ {
 					dst = append(dst, byte('0'+g.intn(10)))
 				}
 			default:
+				if topics != nil {
+					topics.runeAt(src, i, ts)
+				}
 				if jsonEscape && jsonNeedsEscape[b] {
 					dst = appendJSONEscapedByte(dst, b)
 				} else {
@@ -323,6 +337,9 @@ func (c *chain) synthesize(dst, src []byte, jsonEscape bool) []byte {
 			}
 			han.open = false
 			continue
+		}
+		if topics != nil {
+			topics.runeAt(src, i, ts)
 		}
 		var r rune
 		var size int
@@ -346,6 +363,9 @@ func (c *chain) synthesize(dst, src []byte, jsonEscape bool) []byte {
 		case classLatin:
 			s.wordStart(i)
 			j, n, upper := latinRun(src, i)
+			if topics != nil {
+				topics.scanRange(src, i+1, j, ts)
+			}
 			g := s.draw(j)
 			dst = appendWord(dst, n, upper, &g)
 			i = j
@@ -362,8 +382,11 @@ func (c *chain) synthesize(dst, src []byte, jsonEscape bool) []byte {
 			s.wordStart(i)
 			j := runOf(src, i, class)
 			g := s.draw(j)
-			for i < j {
+			for k := i; i < j; {
 				r, size := utf8.DecodeRune(src[i:])
+				if topics != nil && i > k {
+					topics.runeAt(src, i, ts)
+				}
 				dst = utf8.AppendRune(dst, letterOf(class, r, &g))
 				i += size
 			}

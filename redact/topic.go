@@ -119,23 +119,64 @@ var lowerASCII = func() (t [256]byte) {
 // scan records the keywords found in text (case-insensitive for ASCII;
 // ASCII keywords only at word starts). Past a word start the rest of an
 // ASCII letter-or-digit run is skipped: no keyword can start inside it.
-func (ix *topicIndex) scan(text []byte, ts *topicScan) {
-	n := len(text)
-	for i := 0; i+1 < n; {
-		raw := text[i]
-		f := ix.byteFlags[raw]
-		i++
+func (ix *topicIndex) scan(text []byte, ts *topicScan) { ix.scanRange(text, 0, len(text), ts) }
+
+// scanRange is scan over the keyword starts in text[from:to] (a keyword
+// may run on past to).
+func (ix *topicIndex) scanRange(text []byte, from, to int, ts *topicScan) {
+	i := from
+	if i > 0 && i < to && asciiAlnum[text[i-1]] {
+		for i < to && asciiAlnum[text[i]] { // inside a word: not a start
+			i++
+		}
+	}
+	for ; i < to && i+1 < len(text); i++ {
+		f := ix.byteFlags[text[i]]
 		if f == 0 {
 			continue
 		}
-		if f&flagFirst != 0 && (f&flagShort != 0 || i+1 < n && ix.mayStart(text[i-1:])) {
-			ix.match(text[i-1:], lowerASCII[raw], ts)
-		}
+		ix.at(text, i, ts)
 		if f&flagAlnum != 0 {
-			for i < n && asciiAlnum[text[i]] {
+			for i+1 < to && asciiAlnum[text[i+1]] {
 				i++
 			}
 		}
+	}
+}
+
+// at records the keywords starting at text[p], a keyword start (p+1 <
+// len(text): scan never looks at the last byte).
+func (ix *topicIndex) at(text []byte, p int, ts *topicScan) {
+	raw := text[p]
+	if f := ix.byteFlags[raw]; f&flagFirst != 0 && (f&flagShort != 0 || p+2 < len(text) && ix.mayStart(text[p:])) {
+		ix.match(text[p:], lowerASCII[raw], ts)
+	}
+}
+
+// wordAt is at for an ASCII letter or digit at text[p] that synthesis
+// found starting a run: a keyword start unless it follows another ASCII
+// letter or digit (the second part of camelCase, letters after digits).
+// The byte test comes first and inlines: most words start no keyword.
+func (ix *topicIndex) wordAt(text []byte, p int, ts *topicScan) {
+	if ix.byteFlags[text[p]]&flagFirst != 0 {
+		ix.wordStartAt(text, p, ts)
+	}
+}
+
+func (ix *topicIndex) wordStartAt(text []byte, p int, ts *topicScan) {
+	if p+1 < len(text) && (p == 0 || !asciiAlnum[text[p-1]]) {
+		ix.at(text, p, ts)
+	}
+}
+
+// runeAt is at for any other byte synthesis visits: a kept ASCII byte, or
+// the first byte of a non-ASCII rune. No keyword starts inside a rune:
+// keywords are valid UTF-8 (strings.ToLower in compileTopics turns invalid
+// bytes into U+FFFD), so synthesis, which visits rune starts only, finds
+// every keyword a scan would.
+func (ix *topicIndex) runeAt(text []byte, p int, ts *topicScan) {
+	if ix.byteFlags[text[p]]&flagFirst != 0 && p+1 < len(text) {
+		ix.at(text, p, ts)
 	}
 }
 

@@ -50,7 +50,7 @@ type clientOptions struct {
 	TLS        *tls.Config   // nil = Go's defaults
 	MaxConns   int           // ConnRecorded: idle connections kept at once, LRU; default 4096
 	PoolConns  int           // ConnPooled: connections to the target at most; 0 = no limit
-	BufferSize int           // response read buffer per request in flight; default 64 KiB
+	BufferSize int           // response read buffer per request in flight; default 4 KiB (SSE reads grow it to 64 KiB on demand)
 }
 
 // client sends prepared requests over HTTP/1.1 and times them. It is the
@@ -66,7 +66,7 @@ type client struct {
 	pooled *pool
 	keyed  *keyed
 	states sync.Pool // *exchange: a response's reader and parse state, reused
-	bufs   sync.Pool // *[]byte read buffers for SSE bodies
+	bufs   sync.Pool // *[]byte read buffers for SSE bodies, grown by readStream
 }
 
 // exchange is the per-request state of a response, pooled: the reader
@@ -87,7 +87,7 @@ func newClient(ctx context.Context, opts clientOptions) *client {
 		opts.MaxConns = 4096
 	}
 	if opts.BufferSize <= 0 {
-		opts.BufferSize = 64 << 10
+		opts.BufferSize = defaultBufferSize
 	}
 	dl := newDialer(ctx, opts.Target, opts.TLS, opts.Timeout)
 	c := &client{
@@ -100,6 +100,16 @@ func newClient(ctx context.Context, opts clientOptions) *client {
 	c.bufs.New = func() any { b := make([]byte, opts.BufferSize); return &b }
 	return c
 }
+
+// Read buffers per request in flight: small, since they are what memory
+// grows with under concurrency (two 64 KiB buffers each held ~130 MiB at
+// 1,000 in flight). A head line longer than the reader's buffer is gathered
+// (readLine); an SSE body's read buffer doubles while reads fill it, up to
+// maxStreamRead.
+const (
+	defaultBufferSize = 4 << 10
+	maxStreamRead     = 64 << 10
+)
 
 // close drops every idle connection.
 func (c *client) close() {
@@ -225,7 +235,7 @@ func (c *client) do(ctx context.Context, key string, p *prepared, schedMono, sta
 	var end int64
 	if h.sse {
 		bp := c.bufs.Get().(*[]byte)
-		end, _, err = readStream(body, *bp, send, res)
+		end, _, err = readStream(body, bp, send, res)
 		c.bufs.Put(bp)
 	} else {
 		end, _, err = readBody(body, h.json, res)
@@ -306,17 +316,22 @@ const maxEventBytes = 4 << 20
 // classification the recorder uses, so recorded and replayed timings mean
 // the same: TTFT/TTST/ITL from token-bearing events (SPEC §6), output tokens
 // from usage when present, else the token events. E2E ends at the last token
-// event, or at the last byte when there was none.
-func readStream(body io.Reader, buf []byte, send int64, res *formats.Result) (end, n int64, err error) {
+// event, or at the last byte when there was none. *bp is the read buffer,
+// replaced by a larger one while reads fill it.
+func readStream(body io.Reader, bp *[]byte, send int64, res *formats.Result) (end, n int64, err error) {
 	sc := sse.NewScanner(sse.Options{MaxEvent: maxEventBytes})
 	var tl sse.Timeline
 	emit := func(ev *sse.Event) { tl.Observe(ev) }
 	for {
+		buf := *bp
 		k, rerr := body.Read(buf)
 		now := time.Now()
 		if k > 0 {
 			n += int64(k)
 			sc.Feed(buf[:k], now, emit)
+		}
+		if k == len(buf) && len(buf) < maxStreamRead { // a fast stream: read more at a time
+			*bp = make([]byte, 2*len(buf))
 		}
 		if rerr != nil {
 			sc.Flush(now, emit)

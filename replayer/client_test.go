@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -83,6 +84,12 @@ func sendOne(c *client, key, method, path string) *formats.Result {
 	return res
 }
 
+// longSSE is an event stream whose second token event is larger than any
+// read buffer the client starts with.
+var longSSE = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
+	"data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("b", 100<<10) + "\"}}]}\n\n" +
+	"data: [DONE]\n\n"
+
 // TestClientFraming: each way a response can end, read to its last byte and
 // the connection reused only when its framing allows.
 func TestClientFraming(t *testing.T) {
@@ -114,6 +121,10 @@ func TestClientFraming(t *testing.T) {
 		{"truncated body", "GET", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 200, true, false, "reset"},
 		{"gzip transfer-encoding", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", 0, false, false, "protocol"},
 		{"101", "GET", "HTTP/1.1 101 Switching Protocols\r\n\r\n", 0, false, false, "protocol"},
+		// Lines longer than the 4 KiB read buffer, within the limits.
+		{"40 KiB header line", "GET", "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 40<<10) + "\r\nContent-Length: 2\r\n\r\nok", 200, false, true, ""},
+		{"40 KiB trailer line", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: " + strings.Repeat("t", 40<<10) + "\r\n\r\n", 200, false, true, ""},
+		{"SSE with a 100 KiB event", "GET", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + fmt.Sprint(len(longSSE)) + "\r\n\r\n" + longSSE, 200, false, true, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +147,9 @@ func TestClientFraming(t *testing.T) {
 			}
 			if r.BytesRecv != int64(len(tc.resp)) {
 				t.Errorf("bytes received %d, want all %d sent", r.BytesRecv, len(tc.resp))
+			}
+			if strings.Contains(tc.resp, "event-stream") && r.Events != 3 {
+				t.Errorf("%d SSE events read, want 3", r.Events)
 			}
 			if r.TTFBNs <= 0 || r.E2ENs < r.TTFBNs {
 				t.Errorf("ttfb %d e2e %d: want 0 < ttfb ≤ e2e", r.TTFBNs, r.E2ENs)

@@ -18,6 +18,7 @@ import (
 // head is an error row, never unbounded memory.
 const (
 	maxHeadBytes   = 256 << 10 // status line + headers (+ trailers) of one response
+	maxHeadLine    = 64 << 10  // one status or header line
 	maxHeaderLines = 512       // header (or trailer) lines of one response
 	maxInterim     = 16        // 1xx responses before the final one
 )
@@ -36,12 +37,13 @@ type respHead struct {
 	status     int
 	contentLen int64 // -1: not given
 	chunked    bool
-	close      bool  // the connection cannot carry another request
-	sse        bool  // Content-Type text/event-stream
-	json       bool  // Content-Type mentions json
-	batchSize  int32 // X-Batch-Size, -1 when absent or not a number
-	queueDepth int32 // X-Queue-Depth, -1 when absent or not a number
-	bytes      int64 // head bytes on the wire, interim responses included
+	close      bool   // the connection cannot carry another request
+	sse        bool   // Content-Type text/event-stream
+	json       bool   // Content-Type mentions json
+	batchSize  int32  // X-Batch-Size, -1 when absent or not a number
+	queueDepth int32  // X-Queue-Depth, -1 when absent or not a number
+	bytes      int64  // head bytes on the wire, interim responses included
+	long       []byte // a line longer than the reader's buffer, gathered (kept across responses)
 }
 
 // readHead reads the final response head (skipping 1xx interim responses)
@@ -67,7 +69,7 @@ func readHead(br *bufio.Reader, h *respHead) error {
 // readOneHead reads one status line and its headers.
 func readOneHead(br *bufio.Reader, h *respHead) error {
 	start := h.bytes
-	*h = respHead{contentLen: -1, batchSize: -1, queueDepth: -1, bytes: start}
+	*h = respHead{contentLen: -1, batchSize: -1, queueDepth: -1, bytes: start, long: h.long}
 	line, err := readLine(br, h, start)
 	if err != nil {
 		return err
@@ -160,11 +162,24 @@ func readOneHead(br *bufio.Reader, h *respHead) error {
 
 // readLine reads one CRLF- (or LF-) terminated line without its terminator,
 // counting it against the head limit; the slice is valid until the next read.
+// The reader's buffer is small (a few KiB per request in flight): a longer
+// line, up to maxHeadLine, is gathered in h.long.
 func readLine(br *bufio.Reader, h *respHead, start int64) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		h.long = append(h.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) && len(h.long) <= maxHeadLine {
+			line, err = br.ReadSlice('\n')
+			h.long = append(h.long, line...)
+		}
+		line = h.long
+		if len(line) > maxHeadLine {
+			err = bufio.ErrBufferFull
+		}
+	}
 	h.bytes += int64(len(line))
 	if h.bytes-start > maxHeadBytes || errors.Is(err, bufio.ErrBufferFull) {
-		return nil, headErr("response head larger than %d bytes", min(maxHeadBytes, br.Size()))
+		return nil, headErr("response head larger than %d bytes or a line longer than %d", maxHeadBytes, maxHeadLine)
 	}
 	if err != nil {
 		if len(line) > 0 && err == io.EOF {
@@ -336,18 +351,24 @@ func (b *bodyReader) chunkLine() ([]byte, error) {
 
 // readTrailer skips the trailer fields after the last chunk, bounded like a head.
 func (b *bodyReader) readTrailer() error {
+	partial := false // inside a line longer than the reader's buffer
 	for n := 0; ; n++ {
 		line, err := b.br.ReadSlice('\n')
 		b.trailer += int64(len(line))
 		b.wire += int64(len(line))
-		if errors.Is(err, bufio.ErrBufferFull) || b.trailer > maxHeadBytes || n > maxHeaderLines {
+		if b.trailer > maxHeadBytes || n > maxHeaderLines {
 			return headErr("trailer larger than %d bytes or %d lines", maxHeadBytes, maxHeaderLines)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			partial = true // skipped through
+			continue
 		}
 		if err != nil {
 			return noEOF(err)
 		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+		if !partial && len(bytes.TrimRight(line, "\r\n")) == 0 {
 			return nil
 		}
+		partial = false
 	}
 }

@@ -50,7 +50,7 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions of every phase (medians are reported)")
 	events := flag.Int("events", 32, "token events per stream")
 	gap := flag.Duration("gap", 2*time.Millisecond, "time between token events")
-	previous := flag.String("reel-previous", "", "earlier reel binaries to measure beside -reel, comma-separated (passive capture only; rows named by file name)")
+	previous := flag.String("reel-previous", "", "earlier reel binaries to measure beside -reel, comma-separated (passive capture and sidecar; rows named by file name)")
 	only := flag.String("only", "", "comma-separated parts of the recorders' names to run, e.g. tcpdump,iface (default: all)")
 	flag.Parse()
 	switch *mode {
@@ -71,9 +71,14 @@ func main() {
 	b := &bench{reel: *reel, addr: *addr, listen: *listen, n: *n, rate: *rate, self: os.Args[0]}
 	if *previous != "" {
 		for i, bin := range strings.Split(*previous, ",") {
-			recorders = slices.Insert(recorders, 2+i, recorder{name: "--iface " + filepath.Base(bin), stop: syscall.SIGTERM, rows: datasetRows,
+			name := filepath.Base(bin)
+			recorders = slices.Insert(recorders, 2+i, recorder{name: "--iface " + name, stop: syscall.SIGTERM, rows: datasetRows,
 				command: func(b *bench, out string) *exec.Cmd {
 					return exec.Command(bin, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
+				}})
+			recorders = append(recorders, recorder{name: "sidecar " + name, inPath: true, stop: syscall.SIGTERM, rows: datasetRows,
+				command: func(b *bench, out string) *exec.Cmd {
+					return exec.Command(bin, "record", "--listen", b.listen, "--upstream", "http://"+b.addr, "--out", out, "--metrics-listen", "")
 				}})
 		}
 	}

@@ -7,6 +7,7 @@
 //	memory-bench dataset -out DIR -n 100000 -rate 5000           # streaming chat exchanges, TTFT and event gaps
 //	memory-bench results -out DIR -n 10000000 -rate 5000         # result/1 rows as a replay of that traffic writes them
 //	memory-bench server -addr 127.0.0.1:18095                    # an SSE chat endpoint answering at once
+//	memory-bench server -addr 127.0.0.1:18095 -json              # the same, answering with a JSON completion
 //
 // Both generators make the same traffic for the same -n, -rate and -seed:
 // small chat requests at a Poisson rate, log-normal latencies, and a burst of
@@ -26,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -272,24 +274,32 @@ func results(ctx context.Context, args []string) error {
 }
 
 // server answers every chat request at once with a short OpenAI-style stream
-// of max_tokens token events and usage, so the replayer's side of a
-// streaming replay is what is measured.
+// of -tokens token events and usage (or, with -json, the same completion as
+// one JSON body), so the replayer's side of a replay is what is measured.
 func server(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:18095", "listen address")
 	tokens := fs.Int("tokens", 4, "token events per response")
+	asJSON := fs.Bool("json", false, "answer with a JSON completion instead of an event stream (cheaper per request: for replays at high rates)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var stream []byte
-	for i := range *tokens {
-		stream = fmt.Appendf(stream, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d \"}}]}\n\n", i)
+	var body []byte
+	contentType := "text/event-stream"
+	if *asJSON {
+		contentType = "application/json"
+		body = fmt.Appendf(body, `{"choices":[{"message":{"role":"assistant","content":"%s"}}],"usage":{"prompt_tokens":10,"completion_tokens":%d}}`,
+			strings.Repeat("t ", *tokens), *tokens)
+	} else {
+		for i := range *tokens {
+			body = fmt.Appendf(body, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d \"}}]}\n\n", i)
+		}
+		body = fmt.Appendf(body, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", *tokens)
 	}
-	stream = fmt.Appendf(stream, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", *tokens)
 	return http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(stream)))
-		w.Write(stream)
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
 	}))
 }

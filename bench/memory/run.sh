@@ -7,12 +7,16 @@
 #   REPLAY_BIG=1000000 BIG=10000000 bench/memory/run.sh  # stats/report at 10M, replay at 1M
 #   GEN=accesslog bench/memory/run.sh                    # import through reel record --access-log (no TTFT)
 #   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
+#   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
+#   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
+#   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
 #
 # Traffic (bench/memory/main.go): small streaming chat requests, Poisson at
 # RATE exchanges/s, log-normal TTFT and token gaps, a burst of 4× longer
 # prompts every 10 minutes. The replay sends it at RATE × SPEED req/s to a
 # loopback SSE server in its own process that answers at once, so what is
-# measured is the replayer. `reel report` reads the replay's results where
+# measured is the replayer (REPLAY=json: the server answers with one JSON
+# body instead of an event stream). `reel report` reads the replay's results where
 # the replay ran at that length, else results the generator writes (the rows
 # a replay at speed 1 would write).
 #
@@ -29,15 +33,22 @@ RATE=${RATE:-5000}
 SPEED=${SPEED:-2}
 GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
+REPLAY=${REPLAY:-sse}
+ONLY=${ONLY:-replay stats report}
 ADDR=${ADDR:-127.0.0.1:18095}
 out=${OUT:-$(mktemp -d)}
+data=${DATA:-$out}
 srv=
 trap '[ -n "$srv" ] && kill $srv 2>/dev/null; [ -z "${OUT:-}" ] && rm -rf "$out"' EXIT
+mkdir -p "$data"
+want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 
 CGO_ENABLED=0 go build -o "$out/reel" ./cmd/reel
 go build -o "$out/memory-bench" ./bench/memory
-"$out/memory-bench" server -addr "$ADDR" & srv=$!
-echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3); $GEN traffic at $RATE/s, replayed at ×$SPEED"
+server_flags=()
+[ "$REPLAY" = json ] && server_flags=(-json)
+"$out/memory-bench" server -addr "$ADDR" "${server_flags[@]}" & srv=$!
+echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3); $GEN traffic at $RATE/s, replayed at ×$SPEED against a $REPLAY server"
 
 # measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"
 measure() {
@@ -49,42 +60,52 @@ measure() {
   printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" "$(echo "$kb/1024" | bc -l)" "$wall" "$(echo "$user+$sys" | bc -l)" | tee -a "$out/table"
 }
 
-generate() { # N → $out/data-N (a recording)
-  local n=$1
+generate() { # N → $data/data-N (a recording), unless it is there
+  local n=$1 dir=$data/$GEN-$RATE-$1
+  [ -d "$dir" ] && return 0
   if [ "$GEN" = accesslog ]; then
-    "$out/memory-bench" accesslog -n "$n" -rate "$RATE" | "$out/reel" record --access-log - --out "$out/data-$n" > /dev/null 2>&1
+    "$out/memory-bench" accesslog -n "$n" -rate "$RATE" | "$out/reel" record --access-log - --out "$dir.tmp" > /dev/null 2>&1
   else
-    "$out/memory-bench" dataset -n "$n" -rate "$RATE" -out "$out/data-$n"
+    "$out/memory-bench" dataset -n "$n" -rate "$RATE" -out "$dir.tmp"
   fi
+  mv "$dir.tmp" "$dir"
 }
+recording() { echo "$data/$GEN-$RATE-$1"; }
 
 printf '%-7s %10s %8s %8s %8s\n' command exchanges rss_MB wall_s cpu_s
 : > "$out/table"
 for n in "$SMALL" "$BIG"; do
   generate "$n"
-  measure stats "$n" "$out/reel" stats "$out/data-$n" --json
+  want stats && measure stats "$n" "$out/reel" stats "$(recording "$n")" --json
   results="$out/results-$n"
   replay_n=$n
   [ "$n" = "$BIG" ] && replay_n=$REPLAY_BIG
-  if [ "$replay_n" = "$n" ]; then
-    measure replay "$n" "$out/reel" replay "$out/data-$n" --target "http://$ADDR" --out "$results" --speed "$SPEED" --quiet
-  else
-    [ -d "$out/data-$replay_n" ] || generate "$replay_n"
-    measure replay "$replay_n" "$out/reel" replay "$out/data-$replay_n" --target "http://$ADDR" --out "$out/replayed-$replay_n" --speed "$SPEED" --quiet
-    "$out/memory-bench" results -n "$n" -rate "$RATE" -out "$results"
+  if want replay; then
+    generate "$replay_n"
+    measure replay "$replay_n" "$out/reel" replay "$(recording "$replay_n")" --target "http://$ADDR" --out "$out/replayed-$replay_n" --speed "$SPEED" --quiet
+    grep -i 'cpu-bound\|behind\|lag' "$out/replay-$replay_n.err" "$out/replay-$replay_n.out" 2>/dev/null | sed 's/^/  replay summary: /' | head -4
   fi
-  measure report "$n" "$out/reel" report "$results"
+  if want report; then
+    if [ "$replay_n" = "$n" ] && [ -d "$out/replayed-$n" ]; then
+      results="$out/replayed-$n"
+    else # results a replay at speed 1 would write, generated
+      results="$data/results-$RATE-$n"
+      [ -d "$results" ] || { "$out/memory-bench" results -n "$n" -rate "$RATE" -out "$results.tmp" && mv "$results.tmp" "$results"; }
+    fi
+    measure report "$n" "$out/reel" report "$results"
+  fi
 done
+echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "## big ÷ small max RSS (target ≤ 1.2)"
 for c in stats replay report; do
   awk -v c="$c" '$1 == c {rss[++k] = $3; n[k] = $2} END {if (k >= 2) printf "%-7s %.2f (%d vs %d exchanges)\n", c, rss[k]/rss[1], n[k], n[1]}' "$out/table"
 done
 
-if [ "$DUCKDB" = 1 ]; then
+if [ "$DUCKDB" = 1 ] && want stats; then
   echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges"
   (cd examples/duckdb && CGO_ENABLED=1 go build -o "$out/duckdb-quantiles" ./quantiles)
-  /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$out/data-$BIG" > "$out/duck.json"
+  /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$(recording "$BIG")" > "$out/duck.json"
   python3 - "$out/stats-$BIG.out" "$out/duck.json" "$out/table" "$out/duck-time" "$BIG" <<'EOF'
 import json, sys
 reel = json.load(open(sys.argv[1]))["summary"]
