@@ -37,12 +37,15 @@ const (
 	DefaultSyncEvery     = time.Second
 	DefaultMaxOpenHours  = 2
 	DefaultUploadWait    = time.Minute
-	// DefaultLevel and DefaultPageBytes: zstd's better level on 4 MiB pages
-	// costs a writer about 25 µs of CPU per chat exchange more than the
-	// fastest level on 1 MiB pages (2.5 % of a recording sidecar's) for 8 %
-	// less disk (docs/performance.md, "Storage").
+	// DefaultLevel: zstd's better level costs a writer some 20 µs of CPU
+	// per chat exchange more than the fastest (2 % of a recording
+	// sidecar's) for 4 % less disk on chat exchanges, 22 % on 16 KiB
+	// bodies. DefaultPageBytes stays 1 MiB: parquet-go sizes every
+	// column's page buffer by it, so 4 MiB pages (4 % less disk on chat)
+	// held 170 MiB more heap with 16 KiB bodies (docs/performance.md,
+	// "Storage").
 	DefaultLevel     = zstd.SpeedBetterCompression
-	DefaultPageBytes = 4 << 20
+	DefaultPageBytes = 1 << 20
 )
 
 // WriterOptions configure a dataset Writer. The zero value of every field but
@@ -99,7 +102,7 @@ type WriterOptions struct {
 	Level zstd.Level
 	// PageBytes is the page buffer size: larger pages give the compressor
 	// more context (bodies repeat across records) for more memory per open
-	// column. Default 4 MiB.
+	// column (every column's buffer has this size). Default 1 MiB.
 	PageBytes int
 
 	// SyncEvery is how often the spool is flushed and fsynced; a SIGKILL

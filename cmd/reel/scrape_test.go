@@ -74,11 +74,17 @@ func writeIncidentDataset(t *testing.T, dir string, span time.Duration) int {
 }
 
 // startSim serves the simulated cluster, four times faster than real time,
-// with a KV cache small enough that the burst's long prompts queue.
+// with a KV cache small enough that the burst's long prompts queue. The
+// dataset's prompts are letter soup sized at 4 bytes per token
+// (writeIncidentDataset), so the simulator counts them that way: under
+// o200k_base random letters cost several tokens a word: the prompts would
+// come out far longer and load the cache, and the machine, beyond what the
+// test is about.
 func startSim(t *testing.T) *cluster.Server {
 	t.Helper()
 	srv, err := cluster.Start(context.Background(), "127.0.0.1:0", cluster.Options{
 		TimeScale: 4, KVCapacityTokens: 16384, MaxModelLen: 8192, StreamUsage: cluster.UsageAlways,
+		Tokenizer: cluster.TokenizerEstimate,
 	})
 	if err != nil {
 		t.Fatal(err)
