@@ -50,7 +50,7 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions of every phase (medians are reported)")
 	events := flag.Int("events", 32, "token events per stream")
 	gap := flag.Duration("gap", 2*time.Millisecond, "time between token events")
-	previous := flag.String("reel-previous", "", "an earlier reel binary to measure beside -reel (passive capture and sidecar)")
+	previous := flag.String("reel-previous", "", "earlier reel binaries to measure beside -reel, comma-separated (passive capture and sidecar; rows named by file name)")
 	only := flag.String("only", "", "comma-separated parts of the recorders' names to run, e.g. tcpdump,iface (default: all)")
 	flag.Parse()
 	switch *mode {
@@ -70,14 +70,17 @@ func main() {
 	defer stop()
 	b := &bench{reel: *reel, addr: *addr, listen: *listen, n: *n, rate: *rate, self: os.Args[0]}
 	if *previous != "" {
-		recorders = slices.Insert(recorders, 2, recorder{name: "previous reel --iface", stop: syscall.SIGTERM, rows: datasetRows,
-			command: func(b *bench, out string) *exec.Cmd {
-				return exec.Command(*previous, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
-			}})
-		recorders = append(recorders, recorder{name: "previous reel sidecar", inPath: true, stop: syscall.SIGTERM, rows: datasetRows,
-			command: func(b *bench, out string) *exec.Cmd {
-				return exec.Command(*previous, "record", "--listen", b.listen, "--upstream", "http://"+b.addr, "--out", out, "--metrics-listen", "")
-			}})
+		for i, bin := range strings.Split(*previous, ",") {
+			name := filepath.Base(bin)
+			recorders = slices.Insert(recorders, 2+i, recorder{name: "--iface " + name, stop: syscall.SIGTERM, rows: datasetRows,
+				command: func(b *bench, out string) *exec.Cmd {
+					return exec.Command(bin, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
+				}})
+			recorders = append(recorders, recorder{name: "sidecar " + name, inPath: true, stop: syscall.SIGTERM, rows: datasetRows,
+				command: func(b *bench, out string) *exec.Cmd {
+					return exec.Command(bin, "record", "--listen", b.listen, "--upstream", "http://"+b.addr, "--out", out, "--metrics-listen", "")
+				}})
+		}
 	}
 	if err := b.run(ctx, *reps, *only); err != nil {
 		log.Fatal(err)
@@ -188,7 +191,7 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 	}
 	floor := medianCPU(busy["tcpdump -w"], b.n, func(s sample) time.Duration { return s.user + s.sys })
 	bare := medianCPU(busy["bare ReverseProxy"], b.n, func(s sample) time.Duration { return s.user + s.sys })
-	fmt.Printf("%-22s %12s %12s %12s %12s %10s %10s %8s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "rows")
+	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "rows")
 	for _, r := range chosen {
 		ss := busy[r.name]
 		total := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user + s.sys })
@@ -203,11 +206,34 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 			}
 			rows = strings.Join(rs, "/")
 		}
-		fmt.Printf("%-22s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s\n", r.name, total, user, sys, idleCPU,
+		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s\n", r.name, total, user, sys, idleCPU,
 			ratio(total, floor), ratio(total, bare), rows)
 	}
 	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges)")
+	verdict(busy, "reel record --iface", "tcpdump -w", "passive capture", 12)
+	verdict(busy, "reel record sidecar", "bare ReverseProxy", "sidecar", 1.10)
 	return nil
+}
+
+// verdict prints name's CPU ratio to its peer against the target:
+// the ratio of the medians, and each repetition's own ratio (the two ran
+// back to back, under the same load).
+func verdict(busy map[string][]sample, name, peer, what string, target float64) {
+	ss, ps := busy[name], busy[peer]
+	if len(ss) == 0 || len(ps) == 0 {
+		return
+	}
+	cpu := func(s sample) time.Duration { return s.user + s.sys }
+	r := medianCPU(ss, 1, cpu) / medianCPU(ps, 1, cpu)
+	var reps []string
+	for i := range min(len(ss), len(ps)) {
+		reps = append(reps, fmt.Sprintf("%.2f", float64(cpu(ss[i]))/float64(cpu(ps[i]))))
+	}
+	met := "met"
+	if r > target {
+		met = "NOT met"
+	}
+	fmt.Printf("%s: %.2f× %s CPU per exchange (repetitions %s); target ≤ %g×: %s\n", what, r, peer, strings.Join(reps, ", "), target, met)
 }
 
 func ratio(a, b float64) string {

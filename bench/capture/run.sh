@@ -6,7 +6,8 @@
 # root (CAP_NET_RAW) for the two captures.
 #
 #   bench/capture/run.sh                          # 4000 exchanges at 500 req/s, 3 repetitions
-#   PREVIOUS=/tmp/reel-old bench/capture/run.sh   # also an earlier reel build, same traffic
+#   PREVIOUS=/tmp/reel-old bench/capture/run.sh   # also earlier reel builds (comma-separated), same traffic
+#   bench/capture/run.sh -only tcpdump,iface      # the passive-capture rows alone
 #   N=2000 REPS=1 bench/capture/run.sh            # quick look
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -96,8 +96,8 @@ type Engine struct {
 	record  func([]*formats.Exchange) // Recorder.RecordBatch; nil: every exchange goes to opts.Emit
 	pending []*formats.Exchange       // ended exchanges not yet handed to record
 
-	conns     int              // connections being tracked
-	live      map[connKey]bool // both orientations of every tracked connection
+	conns     int                 // connections being tracked
+	live      map[connKey]*stream // both orientations of every tracked connection
 	lastFlush time.Time
 	now       time.Time // latest packet time
 	ackedGap  time.Time // when a receiver acknowledged bytes the capture lacks; zero if none pending
@@ -145,7 +145,7 @@ func NewEngine(opts Options) (*Engine, error) {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Engine{opts: opts, asm: asm, record: record, ports: make(map[uint16]bool), stats: newStats(),
-		live: make(map[connKey]bool)}
+		live: make(map[connKey]*stream)}
 	for _, p := range opts.Ports {
 		e.ports[p] = true
 	}
@@ -214,18 +214,27 @@ func (e *Engine) Packet(link LinkType, data []byte, ci gopacket.CaptureInfo) {
 		e.stats.skip(skipPort)
 		return
 	}
-	if len(tcp.Payload) == 0 && !tcp.SYN && !e.live[connKey{flow, tcp.TransportFlow()}] {
-		// A bare ACK, FIN or RST of a connection not tracked (the last ACK
-		// after both FINs, usually): reassembly would open a connection
-		// for it that only the idle timeout would close.
-		e.stats.skip(skipNoConn)
-		return
+	var bare *stream // the connection of a segment without data
+	if len(tcp.Payload) == 0 && !tcp.SYN {
+		key := connKey{flow, tcp.TransportFlow()}
+		if bare = e.live[key]; bare == nil {
+			// A bare ACK, FIN or RST of a connection not tracked (the last
+			// ACK after both FINs, usually): reassembly would open a
+			// connection for it that only the idle timeout would close.
+			e.stats.skip(skipNoConn)
+			return
+		}
+		if tcp.FIN || tcp.RST || !bare.bareAck(key, tcp) {
+			bare = nil
+		}
 	}
 	ts := ci.Timestamp
 	if ts.After(e.now) {
 		e.now = ts
 	}
-	e.tcp.AssembleWithContext(flow, tcp, &assemblerContext{ts: ts})
+	if bare == nil {
+		e.tcp.AssembleWithContext(flow, tcp, &assemblerContext{ts: ts})
+	}
 	if !e.ackedGap.IsZero() && e.now.Sub(e.ackedGap) >= ackedGapWait {
 		// Deliver what waits behind bytes the capture lost, instead of
 		// stalling those connections for GapTimeout.
@@ -290,8 +299,8 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, _ reassem
 	}
 	s := &stream{e: e, c2s: c2s, http: newHTTPConn(e, e.asm.NewConn(), client), key: connKey{netFlow, tcpFlow}}
 	s.http.seqs = s
-	e.live[s.key] = true
-	e.live[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = true
+	e.live[s.key] = s
+	e.live[connKey{netFlow.Reverse(), tcpFlow.Reverse()}] = s
 	return s
 }
 
@@ -356,6 +365,41 @@ func (s *stream) serverSeq(pos int64) (uint32, bool) {
 	return s.base[1] + uint32(pos), s.hasBase[1]
 }
 
+// noteAck notes an acknowledgement sent in direction d of bytes the other
+// direction has not delivered yet (one more for its FIN): the capture lost
+// them, and the engine gives them up after ackedGapWait.
+func (s *stream) noteAck(d int, tcp *layers.TCP) {
+	if o := 1 - d; tcp.ACK && s.hasBase[o] && !s.done[o] {
+		if rel := tcp.Ack - s.base[o]; rel < 1<<31 && int64(rel) > s.delivered[o]+1 && s.e.ackedGap.IsZero() {
+			s.e.ackedGap = s.e.now
+		}
+	}
+}
+
+// bareAck handles a segment with no data, SYN, FIN or RST, seen with
+// orientation key, without reassembly, when reassembly would do nothing
+// with it: both directions have begun and it sits exactly at the next
+// byte expected in its direction. Of what reassembly does for such a
+// segment only the acknowledgement check matters (its other effect, the
+// connection's last-seen time for IdleTimeout, is kept by the data). It
+// reports false, leaving the segment to reassembly, otherwise. About half
+// the packets of a streamed response are such acknowledgements.
+func (s *stream) bareAck(key connKey, tcp *layers.TCP) bool {
+	dir := reassembly.TCPDirClientToServer // key is the orientation of the connection's first packet
+	if key != s.key {
+		dir = reassembly.TCPDirServerToClient
+	}
+	d := 0
+	if dir != s.c2s {
+		d = 1
+	}
+	if !s.hasBase[0] || !s.hasBase[1] || s.done[d] || tcp.Seq != s.base[d]+uint32(s.delivered[d]) {
+		return false
+	}
+	s.noteAck(d, tcp)
+	return true
+}
+
 func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
 	if tcp.RST {
 		s.rst = true
@@ -375,13 +419,7 @@ func (s *stream) Accept(tcp *layers.TCP, _ gopacket.CaptureInfo, dir reassembly.
 			*start = true
 		}
 	}
-	if o := 1 - d; tcp.ACK && s.hasBase[o] && !s.done[o] {
-		// The receiver acknowledges bytes not yet delivered here (one more
-		// for its FIN): the capture lost them.
-		if rel := tcp.Ack - s.base[o]; rel < 1<<31 && int64(rel) > s.delivered[o]+1 && s.e.ackedGap.IsZero() {
-			s.e.ackedGap = s.e.now
-		}
-	}
+	s.noteAck(d, tcp)
 	if d == 0 && len(tcp.Payload) > 0 && tcp.ACK && s.hasBase[0] {
 		s.keepSeg(tcp)
 	}

@@ -568,3 +568,34 @@ func TestImportMaxBody(t *testing.T) {
 			len(x.RespBody), x.RespBodyBytes, x.Complete)
 	}
 }
+
+// A segment lost by the capture and acknowledged by its receiver in a
+// segment without data (an ACK) is given up at once, not after
+// GapTimeout: the response is recorded, flagged, while the capture is
+// still running.
+func TestAckedLossGivenUp(t *testing.T) {
+	c := capturetest.NewConn(client, server)
+	ps := c.Handshake(t0)
+	ps = append(ps, c.Send(true, t0.Add(ms(1)), request("GET", "/lost", ""))...)
+	c.MSS = 40
+	resp := c.Send(false, t0.Add(ms(2)), response(200, strings.Repeat("x", 100)))
+	ps = append(ps, resp[0])
+	ps = append(ps, resp[2:]...) // the second segment is lost
+	ps = append(ps, c.Ack(true, t0.Add(ms(3))), c.Ack(true, t0.Add(ms(20))))
+	var got []*formats.Exchange
+	e, err := capture.NewEngine(capture.Options{Ports: []uint16{server.Port()}, Emit: func(x *formats.Exchange) { got = append(got, x) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		data := capturetest.Frame(capturetest.Ethernet, p)
+		e.Packet(capture.LinkEthernet, data, gopacket.CaptureInfo{Timestamp: p.Time, CaptureLength: len(data), Length: len(data)})
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d exchanges recorded before the capture ended, want 1 (the acknowledged loss given up)", len(got))
+	}
+	if x := got[0]; x.Path != "/lost" || x.Complete || x.Error == "" {
+		t.Errorf("got %s complete=%v error=%q, want /lost flagged incomplete", x.Path, x.Complete, x.Error)
+	}
+	e.Finish()
+}

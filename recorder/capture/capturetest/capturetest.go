@@ -92,6 +92,12 @@ func (c *Conn) Fin(at time.Time) []Packet {
 	return out
 }
 
+// Ack returns a segment without data from the client (fromClient) or the
+// server at at, acknowledging everything the other side has sent.
+func (c *Conn) Ack(fromClient bool, at time.Time) Packet {
+	return c.segment(fromClient, at, nil, flags{ack: true})
+}
+
 // Reset returns an RST from the client or the server at at.
 func (c *Conn) Reset(fromClient bool, at time.Time) []Packet {
 	return []Packet{c.segment(fromClient, at, nil, flags{rst: true, ack: true})}
