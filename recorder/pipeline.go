@@ -51,11 +51,10 @@ type pipeline struct {
 	m             *Metrics
 	sessionFields []string // Config.SessionFields
 
-	mu      sync.RWMutex // guards closed, closing, adding to later, sending on queue and on lateWake
+	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
 	closed  bool
-	closing bool           // Close has begun: SubmitLater refuses; lateWake is closed
-	later   sync.WaitGroup // SubmitLater builds not yet submitted
-	late    lateQueue      // SubmitLater builds waiting for the late goroutine
+	closing bool           // Close has begun: SubmitLater refuses
+	later   sync.WaitGroup // SubmitLater goroutines not yet submitted
 	queue   chan batch
 	// stop is closed by Close before it takes mu, so a SubmitWait blocked
 	// on a full queue (holding mu's read lock) gives up instead of holding
@@ -117,8 +116,6 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 	}
 	go func() { wg.Wait(); close(p.written) }()
 	go p.write()
-	p.late.wake = make(chan struct{}, 1)
-	go p.runLate()
 	return p
 }
 
@@ -164,28 +161,27 @@ func (p *pipeline) SubmitBatch(xs []*formats.Exchange) int {
 	return len(b)
 }
 
-// SubmitLater runs build off the caller's goroutine and submits what it
+// SubmitLater runs build on a goroutine of its own and submits what it
 // returns (nil: nothing), as Submit does. The proxy hands an exchange over
 // this way as its handler returns: a chunked response (an event stream)
 // ends only when the server writes its last chunk after the handler, and
 // assembling the exchange and waking a recording worker would otherwise
-// come first. The builds run on one goroutine, gathered for lateDelay and
-// submitted as one batch (runLate). Close waits for them before it closes
-// the queue.
+// come first. Close waits for these goroutines before it closes the queue.
 func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
 	p.mu.RLock()
-	defer p.mu.RUnlock()
 	if p.closing {
+		p.mu.RUnlock()
 		p.m.Dropped.WithLabelValues(DropClosed).Inc()
 		return
 	}
 	p.later.Add(1)
-	if p.late.add(build) {
-		select {
-		case p.late.wake <- struct{}{}:
-		default:
+	p.mu.RUnlock()
+	go func() {
+		defer p.later.Done()
+		if x := build(); x != nil {
+			p.Submit(x)
 		}
-	}
+	}()
 }
 
 // SubmitWait queues x for recording, waiting for room instead of dropping:
@@ -364,10 +360,7 @@ func (p *pipeline) warn(err error) {
 func (p *pipeline) Close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.mu.Lock()
-	if !p.closing {
-		p.closing = true
-		close(p.late.wake) // SubmitLater sends on it only before closing, under mu
-	}
+	p.closing = true
 	p.mu.Unlock()
 	later := make(chan struct{})
 	go func() { p.later.Wait(); close(later) }()

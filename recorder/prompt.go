@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/reelkit/reel/internal/jsonstr"
 	"github.com/reelkit/reel/sse"
 )
 
@@ -229,7 +230,9 @@ func (c *contentJSON) UnmarshalJSON(b []byte) error {
 	case len(b) == 0 || b[0] == 'n':
 		return nil
 	case b[0] == '"':
-		return json.Unmarshal(b, &c.text)
+		var err error
+		c.text, err = jsonstr.Decode(b)
+		return err
 	case b[0] == '[':
 		if json.Unmarshal(b, &c.parts) == nil {
 			return nil
@@ -249,7 +252,9 @@ type imageURLJSON struct {
 
 func (u *imageURLJSON) UnmarshalJSON(b []byte) error {
 	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &u.URL)
+		var err error
+		u.URL, err = jsonstr.Decode(b)
+		return err
 	}
 	var obj struct {
 		URL    string `json:"url"`
@@ -526,8 +531,7 @@ func (e *estimator) promptText(raw json.RawMessage) {
 	if len(raw) == 0 {
 		return
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, err := jsonstr.Decode(raw); err == nil {
 		e.text(s)
 		return
 	}
@@ -539,7 +543,7 @@ func (e *estimator) promptText(raw json.RawMessage) {
 		v = bytes.TrimSpace(v)
 		switch {
 		case len(v) > 0 && v[0] == '"':
-			if json.Unmarshal(v, &s) == nil {
+			if s, err := jsonstr.Decode(v); err == nil {
 				e.text(s)
 			}
 		case len(v) > 0 && v[0] == '[':

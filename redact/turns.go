@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/jsonstr"
 	"github.com/reelkit/reel/sse"
 )
 
@@ -193,8 +194,7 @@ func (c *canonMessage) addContent(raw json.RawMessage) {
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if s, err := jsonstr.Decode(raw); err == nil {
 			c.text += s
 		}
 		return

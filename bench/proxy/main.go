@@ -93,7 +93,10 @@ func main() {
 		serveUpstream(uo)
 	case "proxy":
 		if *memLimit > 0 {
-			debug.SetMemoryLimit(*memLimit)
+			debug.SetMemoryLimit(*memLimit) // as reel record does
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(recorder.GCPercent)
+			}
 		}
 		serveProxy(*upstream, *out, *record, *rowGroup)
 	default:

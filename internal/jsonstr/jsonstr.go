@@ -1,0 +1,44 @@
+// Package jsonstr decodes one JSON string value, the way encoding/json
+// decodes it into a Go string, without encoding/json's per-call cost for
+// the common string that holds no escapes. The recorder and the redactor
+// decode message contents with it inside their own UnmarshalJSON methods
+// and turn-link walks, where a nested json.Unmarshal would scan each value
+// a second time.
+package jsonstr
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Decode returns the string raw encodes; raw is a whole JSON string value,
+// quotes included (whitespace around it allowed). A string without
+// backslashes whose bytes are valid UTF-8 and free of control characters
+// is its own content; any other input is decoded by encoding/json, errors
+// included, so Decode agrees with json.Unmarshal into a string
+// (FuzzDecode).
+func Decode(raw []byte) (string, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		inner := b[1 : len(b)-1]
+		if plain(inner) {
+			return string(inner), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// plain reports whether a string's content needs no decoding: no
+// backslash, no quote (the closing quote is the last byte), no control
+// character and valid UTF-8.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
+}
