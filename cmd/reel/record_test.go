@@ -67,6 +67,25 @@ func startRecorder(t *testing.T, listen string, args []string) *exec.Cmd {
 	return nil
 }
 
+// stopRecorder sends the recorder child SIGTERM and fails the test unless it
+// exits cleanly within timeout; what names it in the failure ("restarted
+// recorder").
+func stopRecorder(t *testing.T, child *exec.Cmd, what string, timeout time.Duration) {
+	t.Helper()
+	child.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s exited with %v", what, err)
+		}
+	case <-time.After(timeout):
+		child.Process.Kill()
+		t.Fatalf("%s did not exit within %v of SIGTERM", what, timeout)
+	}
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -118,18 +137,7 @@ func TestRecordKill(t *testing.T) {
 
 	// Restart: the new recorder recovers the spool; then stop it cleanly.
 	child = startRecorder(t, listen, args)
-	child.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("restarted recorder exited with %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		child.Process.Kill()
-		t.Fatal("restarted recorder did not exit within 30 s of SIGTERM")
-	}
+	stopRecorder(t, child, "restarted recorder", 30*time.Second)
 
 	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,18 +103,7 @@ func TestRecordToS3Kill(t *testing.T) {
 	// recovers the spool and uploads what the killed one left.
 	setEnv(t, direct)
 	child = startRecorder(t, listen, args)
-	child.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("restarted recorder exited with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		child.Process.Kill()
-		t.Fatal("restarted recorder did not exit within 60 s of SIGTERM")
-	}
+	stopRecorder(t, child, "restarted recorder", 60*time.Second)
 	filepath.WalkDir(spool, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
 			t.Errorf("%s left in the spool directory after a clean stop", p)
@@ -268,18 +256,7 @@ func TestRecordToAzure(t *testing.T) {
 			time.Sleep(400 * time.Millisecond) // a rotation, so the recording is several files
 		}
 	}
-	child.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("recorder exited with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		child.Process.Kill()
-		t.Fatal("recorder did not exit within 60 s of SIGTERM")
-	}
+	stopRecorder(t, child, "recorder", 60*time.Second)
 
 	registerStores(envGetter(az.Env()))
 	files, err := formats.ListFiles([]string{url})
