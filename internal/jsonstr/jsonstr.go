@@ -19,7 +19,7 @@ import (
 // included, so Decode agrees with json.Unmarshal into a string
 // (FuzzDecode).
 func Decode(raw []byte) (string, error) {
-	b := bytes.TrimSpace(raw)
+	b := bytes.Trim(raw, jsonSpace)
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
 		inner := b[1 : len(b)-1]
 		if plain(inner) {
@@ -30,6 +30,10 @@ func Decode(raw []byte) (string, error) {
 	err := json.Unmarshal(raw, &s)
 	return s, err
 }
+
+// jsonSpace is what JSON counts as whitespace; bytes.TrimSpace would also
+// take Unicode's (\v, \f, U+0085, U+00A0), which encoding/json rejects.
+const jsonSpace = " \t\n\r"
 
 // plain reports whether a string's content needs no decoding: no
 // backslash, no quote (the closing quote is the last byte), no control

@@ -7,7 +7,8 @@ import (
 
 func TestDecode(t *testing.T) {
 	for _, tc := range []string{`"hello"`, ` "a b" `, `""`, `"a\nb"`, `"\u00e9"`, `"\ud83d\ude00"`, `"\ud800"`, "\"bad \xff\"",
-		`"tab	in"`, `"quote"inside"`, `"x`, `x"`, `"`, `null`, `5`, `"日本"`} {
+		`"tab	in"`, `"quote"inside"`, `"x`, `x"`, `"`, `null`, `5`, `"日本"`,
+		"\v\"\"", "\"a\"\f", "\u00a0\"a\"", "\r\n\t \"a\" "} {
 		checkDecode(t, []byte(tc))
 	}
 }
