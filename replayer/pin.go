@@ -95,20 +95,16 @@ func (m PinMode) pinDecision(x *formats.Exchange) pinOutcome {
 // PinReport counts what --pin-output did over a run's sent requests.
 type PinReport struct {
 	Mode   PinMode
-	Pinned int64            // requests sent with the recorded output cap
-	Not    map[string]int64 // requests sent as recorded, by reason
+	Pinned int64 // requests sent with the recorded output cap
+	// not counts the requests sent as recorded, by outcome (pinWhy says why).
+	not [pinOutcomes]int64
 }
 
 func (p *PinReport) add(o pinOutcome) {
-	switch o {
-	case pinNotAsked:
-	case pinned:
+	if o == pinned {
 		p.Pinned++
-	default:
-		if p.Not == nil {
-			p.Not = make(map[string]int64)
-		}
-		p.Not[pinWhy[o]]++
+	} else if o != pinNotAsked {
+		p.not[o]++
 	}
 }
 
@@ -119,14 +115,14 @@ func (p *PinReport) String(sent int64) string {
 		return ""
 	}
 	s := fmt.Sprintf("output pinned to the recording (--pin-output=%s): %d of %d requests", p.Mode, p.Pinned, sent)
-	if len(p.Not) == 0 {
-		return s
-	}
 	var parts []string
 	for _, o := range []pinOutcome{pinCountedEvents, pinNoCount, pinNotJSON} {
-		if n := p.Not[pinWhy[o]]; n > 0 {
+		if n := p.not[o]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, pinWhy[o]))
 		}
+	}
+	if len(parts) == 0 {
+		return s
 	}
 	return s + "; not pinned: " + strings.Join(parts, ", ")
 }
