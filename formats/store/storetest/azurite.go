@@ -46,13 +46,7 @@ func AzuriteBinary() string {
 // and fails it then under CI=true.
 func StartAzurite(tb testing.TB) *Azure {
 	tb.Helper()
-	bin := AzuriteBinary()
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("azurite-blob not found (CI=true, so this is a failure, not a skip): %s", InstallAzurite)
-		}
-		tb.Skipf("azurite-blob not found, skipping the Azure Blob Storage test: %s", InstallAzurite)
-	}
+	bin := needBinary(tb, AzuriteBinary(), "azurite-blob", "Azure Blob Storage", InstallAzurite)
 	dir := tb.TempDir()
 	a := &Azure{Root: filepath.Join(dir, "data")}
 	if err := os.MkdirAll(a.Root, 0o755); err != nil {
@@ -63,22 +57,8 @@ func StartAzurite(tb testing.TB) *Azure {
 	a.Endpoint = "http://" + addr + "/" + AzuriteAccount
 	// --skipApiVersionCheck: the SDK may speak a newer service version
 	// than this Azurite knows; --loose ignores headers it does not serve.
-	cmd := exec.Command(bin, "--blobHost", host, "--blobPort", port, "--location", a.Root,
+	startServer(tb, dir, addr, 60*time.Second, bin, "--blobHost", host, "--blobPort", port, "--location", a.Root,
 		"--skipApiVersionCheck", "--loose", "--disableTelemetry", "--silent")
-	logf, err := os.Create(filepath.Join(dir, "azurite.log"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start azurite: %v", err)
-	}
-	tb.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	waitListening(tb, addr, 60*time.Second, logf.Name())
 	return a
 }
 

@@ -70,13 +70,7 @@ func Binary() string {
 // under CI=true.
 func Start(tb testing.TB) *S3 {
 	tb.Helper()
-	bin := Binary()
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("versitygw not found (CI=true, so this is a failure, not a skip): %s", Install)
-		}
-		tb.Skipf("versitygw not found, skipping the S3 test: %s", Install)
-	}
+	bin := needBinary(tb, Binary(), "versitygw", "S3", Install)
 	dir := tb.TempDir()
 	s := &S3{AccessKey: "reeltest", SecretKey: "reeltest-secret-key", Root: filepath.Join(dir, "data")}
 	side := filepath.Join(dir, "meta")
@@ -86,23 +80,44 @@ func Start(tb testing.TB) *S3 {
 		}
 	}
 	s.Endpoint = freeAddr(tb)
-	cmd := exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.Endpoint,
+	startServer(tb, dir, s.Endpoint, 30*time.Second, bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.Endpoint,
 		"--quiet", "posix", "--sidecar", side, s.Root)
-	logf, err := os.Create(filepath.Join(dir, "versitygw.log"))
+	return s
+}
+
+// needBinary returns bin, or skips the test when it is "" (the server is
+// not installed) — and fails it then under CI=true, where CI installs it.
+func needBinary(tb testing.TB, bin, name, what, install string) string {
+	tb.Helper()
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("%s not found (CI=true, so this is a failure, not a skip): %s", name, install)
+		}
+		tb.Skipf("%s not found, skipping the %s test: %s", name, what, install)
+	}
+	return bin
+}
+
+// startServer runs bin with args, its output in dir/<bin's name>.log, waits
+// until it accepts connections on addr, and kills it when the test ends.
+func startServer(tb testing.TB, dir, addr string, timeout time.Duration, bin string, args ...string) {
+	tb.Helper()
+	name := filepath.Base(bin)
+	cmd := exec.Command(bin, args...)
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start versitygw: %v", err)
+		tb.Fatalf("start %s: %v", name, err)
 	}
 	tb.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		logf.Close()
 	})
-	waitListening(tb, s.Endpoint, 30*time.Second, logf.Name())
-	return s
+	waitListening(tb, addr, timeout, logf.Name())
 }
 
 // waitListening waits until a server started by the test accepts
