@@ -63,11 +63,20 @@ func Live(ctx context.Context, e *Engine, opts LiveOptions) error {
 	}
 	feed := func(data []byte, ci gopacket.CaptureInfo) { e.Packet(link, data, ci) }
 	// Wake a reader waiting for a block as soon as ctx ends; drain then
-	// reads what is left with deadlines of its own.
-	defer context.AfterFunc(ctx, func() { r.file.SetReadDeadline(time.Now()) })()
+	// reads what is left with deadlines of its own, once the wake-up has
+	// run: a late one would cut drain's wait short and lose the last block.
+	woken := make(chan struct{})
+	stopWake := context.AfterFunc(ctx, func() {
+		r.file.SetReadDeadline(time.Now())
+		close(woken)
+	})
+	defer stopWake()
 	nextTick := time.Now().Add(opts.StatsEvery)
 	for {
 		if err := ctx.Err(); err != nil {
+			if !stopWake() {
+				<-woken
+			}
 			drain(r, feed)
 			readStats()
 			e.Finish()
