@@ -10,6 +10,7 @@
 #   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
 #   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
 #   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
+#   REPEAT=3 ONLY=stats bench/memory/run.sh              # stats and report (and DuckDB) 3 times each, medians
 #
 # Traffic (bench/memory/main.go): small streaming chat requests, Poisson at
 # RATE exchanges/s, log-normal TTFT and token gaps, a burst of 4× longer
@@ -23,7 +24,8 @@
 # Prints, per command and length, max RSS, wall and CPU seconds, the
 # big ÷ small RSS ratio (the target: ≤ 1.2), and the DuckDB comparison: p50
 # and p99 of E2E and TTFT from `reel stats --json` against DuckDB's
-# quantile_cont over the same Parquet, and both times.
+# quantile_cont over the same Parquet, and both times (with REPEAT=k:
+# medians of k runs in a row of each of stats, report and DuckDB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SMALL=${SMALL:-100000}
@@ -35,6 +37,7 @@ GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
 REPLAY=${REPLAY:-sse}
 ONLY=${ONLY:-replay stats report}
+REPEAT=${REPEAT:-1}
 ADDR=${ADDR:-127.0.0.1:18095}
 out=${OUT:-$(mktemp -d)}
 data=${DATA:-$out}
@@ -50,14 +53,28 @@ server_flags=()
 "$out/memory-bench" server -addr "$ADDR" "${server_flags[@]}" & srv=$!
 echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3); $GEN traffic at $RATE/s, replayed at ×$SPEED against a $REPLAY server"
 
-# measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"
+# measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"; with
+# REPEAT=k, k runs (a line each, to stderr) and the line of medians
 measure() {
-  local name=$1 n=$2
+  local name=$1 n=$2 runs=1
   shift 2
-  /usr/bin/time -f "%M %e %U %S" -o "$out/time" "$@" > "$out/$name-$n.out" 2> "$out/$name-$n.err" || {
-    echo "$name at $n failed:" >&2; tail -5 "$out/$name-$n.err" >&2; return 1; }
-  read -r kb wall user sys < "$out/time"
-  printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" "$(echo "$kb/1024" | bc -l)" "$wall" "$(echo "$user+$sys" | bc -l)" | tee -a "$out/table"
+  case $name in stats|report) runs=$REPEAT ;; esac
+  : > "$out/runs"
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f "%M %e %U %S" -o "$out/time" "$@" > "$out/$name-$n.out" 2> "$out/$name-$n.err" || {
+      echo "$name at $n failed:" >&2; tail -5 "$out/$name-$n.err" >&2; return 1; }
+    read -r kb wall user sys < "$out/time"
+    echo "$(echo "$kb/1024" | bc -l) $wall $(echo "$user+$sys" | bc -l)" >> "$out/runs"
+    [ "$runs" -gt 1 ] && printf '  run: %-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" $(tail -1 "$out/runs") >&2
+  done
+  printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" $(median_columns < "$out/runs") | tee -a "$out/table"
+}
+
+# median_columns: the median of each of three columns of numbers
+median_columns() {
+  python3 -c 'import sys, statistics
+rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
+print(*(statistics.median(c) for c in zip(*rows)))'
 }
 
 generate() { # N → $data/data-N (a recording), unless it is there
@@ -105,7 +122,13 @@ done
 if [ "$DUCKDB" = 1 ] && want stats; then
   echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges"
   (cd examples/duckdb && CGO_ENABLED=1 go build -o "$out/duckdb-quantiles" ./quantiles)
-  /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$(recording "$BIG")" > "$out/duck.json"
+  : > "$out/duck-runs"
+  for _ in $(seq "$REPEAT"); do
+    /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$(recording "$BIG")" > "$out/duck.json"
+    cat "$out/duck-time" >> "$out/duck-runs"
+    [ "$REPEAT" -gt 1 ] && echo "  run: duckdb $(cat "$out/duck-time") (wall user sys)" >&2
+  done
+  median_columns < "$out/duck-runs" > "$out/duck-time"
   python3 - "$out/stats-$BIG.out" "$out/duck.json" "$out/table" "$out/duck-time" "$BIG" <<'EOF'
 import json, sys
 reel = json.load(open(sys.argv[1]))["summary"]
