@@ -15,13 +15,10 @@ import (
 // PipelineOptions configure a Recorder's pipeline: the bounded queue, the
 // workers and where its figures go. The zero value works.
 type PipelineOptions struct {
-	Queue      int   // exchanges waiting at most (default 1024)
-	QueueBytes int64 // body bytes waiting at most (default 16 MiB); bounds memory
-	// Workers are the goroutines enriching and redacting queued exchanges
-	// (default 1); one goroutine writes them. The proxy's exchanges
-	// (SubmitLater) skip both: see pipeline.
-	Workers int
-	Metrics *Metrics // default NewMetrics(nil)
+	Queue      int      // exchanges waiting at most (default 1024)
+	QueueBytes int64    // body bytes waiting at most (default 16 MiB); bounds memory
+	Workers    int      // goroutines enriching and redacting (default 1); one goroutine writes
+	Metrics    *Metrics // default NewMetrics(nil)
 	// PromptTokens counts the prompt tokens of exchanges the server sent no
 	// usage for (EnrichWith). Default ApproxTokens, cheap enough for live
 	// traffic; file imports (pcap, access logs) pass a BPE *Tokenizer,
@@ -47,13 +44,6 @@ type PipelineOptions struct {
 // once per batch rather than once per exchange. A parked goroutine's
 // wake-up costs the process a futex call and a context switch, more than
 // an exchange's parsing on a quiet machine.
-//
-// The proxy's exchanges arrive one at a time, each on a goroutine of its
-// own that SubmitLater starts anyway; that goroutine enriches, redacts and
-// writes its exchange itself, under the same CPU tokens and the same
-// queue bounds, instead of waking a worker and then the writer for it: two
-// wake-ups fewer per exchange, and the work runs on the handler's P right
-// after the response, while the exchange is still in its caches.
 type pipeline struct {
 	sink          Sink
 	red           Redactor
@@ -72,7 +62,7 @@ type pipeline struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	queued   atomic.Int64 // exchanges queued or waiting for a CPU token (bound: opts.Queue)
+	queued   atomic.Int64 // exchanges in queue (its bound is opts.Queue)
 	qbytes   atomic.Int64 // body bytes queued or being written
 	lastWarn atomic.Int64 // unix ns of the last Warn call
 	written  chan batch
@@ -80,10 +70,6 @@ type pipeline struct {
 	done     chan struct{}   // closed when the writer has closed the sink
 	closeCtx context.Context // Close's ctx, set before the queue is closed
 	closeErr error           // the sink's Close error, valid after done
-
-	sinkMu     sync.Mutex // guards the sink's Write and Close, lost and sinkClosed
-	sinkClosed bool       // the sink is closed (or closing): what comes later is dropped
-	lost       int64      // the sink's lost exchanges counted so far (countLost)
 }
 
 // newPipeline starts a pipeline writing to sink. red may be nil to record
@@ -151,18 +137,6 @@ func (p *pipeline) SubmitBatch(xs []*formats.Exchange) int {
 		p.m.Dropped.WithLabelValues(DropClosed).Add(float64(len(xs)))
 		return 0
 	}
-	b := p.admit(xs)
-	if len(b) == 0 {
-		return 0
-	}
-	p.queue <- b // never blocks: see newPipeline
-	p.m.QueueDepth.Set(float64(p.queued.Load()))
-	return len(b)
-}
-
-// admit charges xs to the queue's bounds, in order, and returns those that
-// fit; each one that does not is dropped and counted.
-func (p *pipeline) admit(xs []*formats.Exchange) batch {
 	b := make(batch, 0, len(xs))
 	for _, x := range xs {
 		size := int64(len(x.ReqBody) + len(x.RespBody))
@@ -179,17 +153,20 @@ func (p *pipeline) admit(xs []*formats.Exchange) batch {
 		}
 		b = append(b, item{x, size})
 	}
-	return b
+	if len(b) == 0 {
+		return 0
+	}
+	p.queue <- b // never blocks: see newPipeline
+	p.m.QueueDepth.Set(float64(p.queued.Load()))
+	return len(b)
 }
 
-// SubmitLater runs build on a goroutine of its own and records what it
-// returns (nil: nothing) on that goroutine: admitted or dropped as Submit
-// would, then enriched, redacted and written without a worker or the
-// writer goroutine (see pipeline). The proxy hands an exchange over this
-// way as its handler returns: a chunked response (an event stream) ends
-// only when the server writes its last chunk after the handler, and
-// assembling the exchange and recording it would otherwise come first.
-// Close waits for these goroutines before it closes the queue.
+// SubmitLater runs build on a goroutine of its own and submits what it
+// returns (nil: nothing), as Submit does. The proxy hands an exchange over
+// this way as its handler returns: a chunked response (an event stream)
+// ends only when the server writes its last chunk after the handler, and
+// assembling the exchange and waking a recording worker would otherwise
+// come first. Close waits for these goroutines before it closes the queue.
 func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
 	p.mu.RLock()
 	if p.closing {
@@ -202,30 +179,9 @@ func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
 	go func() {
 		defer p.later.Done()
 		if x := build(); x != nil {
-			p.record(x)
+			p.Submit(x)
 		}
 	}()
-}
-
-// record admits x and, when it fits the queue's bounds, prepares and
-// writes it on the calling goroutine under a CPU token.
-func (p *pipeline) record(x *formats.Exchange) {
-	p.mu.RLock()
-	if p.closed {
-		p.mu.RUnlock()
-		p.m.Dropped.WithLabelValues(DropClosed).Inc()
-		return
-	}
-	b := p.admit([]*formats.Exchange{x})
-	p.mu.RUnlock()
-	if len(b) == 0 {
-		return
-	}
-	p.cpu <- struct{}{}
-	p.m.QueueDepth.Set(float64(p.queued.Add(-1)))
-	p.prepare(x)
-	p.writeBatch(b)
-	<-p.cpu
 }
 
 // SubmitWait queues x for recording, waiting for room instead of dropping:
@@ -315,48 +271,32 @@ func (p *pipeline) prepare(x *formats.Exchange) {
 // (formats.Writer: a disk full until shutdown, a removed spool).
 type unsaver interface{ Unsaved() int64 }
 
-// countLost adds the sink's newly lost exchanges to dropped{lost}. The
-// caller holds sinkMu.
-func (p *pipeline) countLost() {
+// countLost adds the sink's newly lost exchanges to dropped{lost}; lost is
+// what was counted so far.
+func (p *pipeline) countLost(lost *int64) {
 	if u, ok := p.sink.(unsaver); ok {
-		if n := u.Unsaved(); n > p.lost {
-			p.m.Dropped.WithLabelValues(DropLost).Add(float64(n - p.lost))
-			p.lost = n
+		if n := u.Unsaved(); n > *lost {
+			p.m.Dropped.WithLabelValues(DropLost).Add(float64(n - *lost))
+			*lost = n
 		}
 	}
 }
 
-// write hands the workers' batches to the sink, a batch per turn, then
+// write hands exchanges to the sink one at a time, a batch per turn, then
 // closes it.
 func (p *pipeline) write() {
 	defer close(p.done)
+	var lost int64
+	defer p.countLost(&lost)
 	for b := range p.written {
 		p.cpu <- struct{}{}
-		p.writeBatch(b)
+		for _, it := range b {
+			p.writeOne(it)
+			p.countLost(&lost)
+		}
 		<-p.cpu
 	}
-	p.sinkMu.Lock()
-	defer p.sinkMu.Unlock()
-	p.sinkClosed = true
 	p.closeErr = p.sink.Close(p.closeCtx)
-	p.countLost()
-}
-
-// writeBatch writes b's exchanges to the sink one at a time; once the sink
-// is closed (a SubmitLater still running when Close's ctx ended), they are
-// dropped and counted instead.
-func (p *pipeline) writeBatch(b batch) {
-	p.sinkMu.Lock()
-	defer p.sinkMu.Unlock()
-	for _, it := range b {
-		if p.sinkClosed {
-			p.m.Dropped.WithLabelValues(DropClosed).Inc()
-			p.qbytes.Add(-it.size)
-			continue
-		}
-		p.writeOne(it)
-		p.countLost()
-	}
 }
 
 func (p *pipeline) writeOne(it item) {

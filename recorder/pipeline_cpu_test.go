@@ -85,6 +85,7 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 // each other, in one run). Submit is the queued path (passive capture);
 // SubmitLater the proxy's; pace-only writes to the sink on the pacing
 // goroutine, the floor the other two are compared with.
+// Measured: docs/performance.md, "Proxy sidecar", round 4.
 func BenchmarkPipelinePaced(b *testing.B) {
 	const interval = time.Millisecond
 	for _, mode := range []string{"pace-only", "Submit", "SubmitLater"} {

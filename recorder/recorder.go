@@ -12,9 +12,9 @@ import (
 	"github.com/reelkit/reel/formats"
 )
 
-// Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write
-// calls never overlap (they may come from different goroutines); Close is
-// called once, after the last Write, with the ctx given to Recorder.Close.
+// Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write is
+// called from a single goroutine; Close is called once, after the last
+// Write, with the ctx given to Recorder.Close.
 type Sink interface {
 	Write(x *formats.Exchange) error
 	Close(ctx context.Context) error
@@ -239,15 +239,12 @@ func (r *Recorder) RecordBatch(xs []*formats.Exchange) {
 // recorder closed); the drop is counted. The recorder owns x afterwards.
 func (r *Recorder) Submit(x *formats.Exchange) bool { return r.pipe.Submit(x) }
 
-// SubmitLater runs build on a goroutine of its own and records what it
-// returns (nil: nothing) there, admitted or dropped as Submit would: that
-// goroutine enriches, redacts and writes it, under the pipeline's CPU
-// bound, rather than waking a recording worker and the writer. The proxy
-// hands an exchange over this way as its handler returns: a chunked
-// response (an event stream) ends only when the server writes its last
-// chunk after the handler, and assembling and recording the exchange
-// would otherwise come first. Close waits for these goroutines before it
-// closes the queue.
+// SubmitLater runs build on a goroutine of its own and submits what it
+// returns (nil: nothing), as Submit does. The proxy hands an exchange over
+// this way as its handler returns: a chunked response (an event stream)
+// ends only when the server writes its last chunk after the handler, and
+// assembling the exchange and waking a recording worker would otherwise
+// come first. Close waits for these goroutines before it closes the queue.
 func (r *Recorder) SubmitLater(build func() *formats.Exchange) { r.pipe.SubmitLater(build) }
 
 // Close stops accepting exchanges, writes what is queued and closes the
