@@ -53,6 +53,15 @@ type Options struct {
 	MaxPrefixBlocks int
 	// Filter keeps only the requests it matches (zero: all of them).
 	Filter Filter
+	// Sessions groups the recorded exchanges added into sessions, for
+	// Stats.Sessions (default SessionsOff: none). Every exchange added
+	// counts, ExcludeFirst and Filter notwithstanding: a session's turns
+	// link whichever of them the metrics keep. Replay results carry no
+	// turn links and are not grouped.
+	Sessions SessionMode
+	// SessionLimits bound the session grouping's memory (see
+	// LinkerOptions; the zero value works).
+	SessionLimits LinkerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -134,6 +143,8 @@ type Analyzer struct {
 	replays    int64
 
 	prefix prefixCounter
+
+	sessions *SessionCounter // nil unless Options.Sessions
 }
 
 // counts are the per-request numbers a run, a frame or an episode sums.
@@ -255,6 +266,9 @@ func New(opt Options) *Analyzer {
 		a.hist[c] = make([]int64, len(histEdges)-1)
 	}
 	a.prefix.max = opt.MaxPrefixBlocks
+	if opt.Sessions != SessionsOff {
+		a.sessions = NewSessionCounter(opt.Sessions, opt.SessionLimits)
+	}
 	if !opt.Origin.IsZero() {
 		a.origin, a.originSet = opt.Origin.UnixNano(), true
 	}
@@ -273,6 +287,9 @@ func (a *Analyzer) AddResult(r *formats.Result) {
 // AddExchange adds one recorded exchange. The row is not retained.
 func (a *Analyzer) AddExchange(x *formats.Exchange) {
 	a.recordings++
+	if a.sessions != nil {
+		a.sessions.Add(x)
+	}
 	a.add(fromExchange(x))
 }
 
