@@ -15,6 +15,9 @@
 // its last byte) at a fixed rate, direct and proxied requests alternating on
 // one open-loop schedule, over several repetitions with medians and ranges, the proxy's and upstream's CPU time per
 // request, and the recorder's peak RSS at 2k req/s with 16 KiB bodies.
+// The hop phase (-phases hop, Linux, CAP_NET_RAW) measures the latency a
+// proxy adds where it happens, between kernel packet timestamps on lo of
+// the same bytes entering and leaving it (hop.go).
 //
 // The upstream and the recording proxy (proxy + pipeline + redactor +
 // Parquet writer, wired as `reel record` wires them) run as child processes
