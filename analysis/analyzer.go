@@ -53,6 +53,15 @@ type Options struct {
 	MaxPrefixBlocks int
 	// Filter keeps only the requests it matches (zero: all of them).
 	Filter Filter
+	// Sessions groups the recorded exchanges added into sessions, for
+	// Stats.Sessions (default SessionsOff: none). Every exchange added
+	// counts, ExcludeFirst and Filter notwithstanding: a session's turns
+	// link whichever of them the metrics keep. Replay results carry no
+	// turn links and are not grouped.
+	Sessions SessionMode
+	// SessionLimits bound the session grouping's memory (see
+	// LinkerOptions; the zero value works).
+	SessionLimits LinkerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -97,14 +106,15 @@ type Analyzer struct {
 
 	tot      counts
 	lat      [numCols]dist
-	perFrame [numCols]bool   // the columns frames keep: the frame table's and the SLO's
-	hist     map[int][]int64 // column → fixed-bin counts (histEdges), for the charted metrics
-	prompt   dist            // known prompt lengths (tokens)
-	body     dist            // request body bytes, where known
+	perFrame [numCols]bool    // the columns frames keep: the frame table's and the SLO's
+	hist     [numCols][]int64 // column → fixed-bin counts (histEdges) for the charted metrics, nil for the others
+	prompt   dist             // known prompt lengths (tokens)
+	body     dist             // request body bytes, where known
 	starts   arrivals
 
 	frames    []*frameAcc     // frame index → accumulator
 	frameIdx  map[int64]int32 // start → frame index
+	lastFrame int32           // the frame of the previous request, +1 (0: none yet): rows come in time order, so mostly the same
 	origin    int64
 	originSet bool
 
@@ -112,7 +122,12 @@ type Analyzer struct {
 	byRoute, byModel, byClass []*groupAcc // by dict id
 	byBucket                  []*groupAcc // by prompt bucket (LengthBuckets, then unknown)
 
-	itl, itlToken countDist
+	// ITL gaps, µs: per event (itl) and per token (itlToken) agree for
+	// streams whose every event carries one token, so those gaps are
+	// counted once (itlEven) and only other streams' gaps twice, as events
+	// (itlSpread) and shared among their tokens (itlSpreadToken). itl() and
+	// itlToken() put them together.
+	itlEven, itlSpread, itlSpreadToken countDist
 
 	excluded   int64
 	filtered   int64
@@ -128,6 +143,8 @@ type Analyzer struct {
 	replays    int64
 
 	prefix prefixCounter
+
+	sessions *SessionCounter // nil unless Options.Sessions
 }
 
 // counts are the per-request numbers a run, a frame or an episode sums.
@@ -226,7 +243,6 @@ func New(opt Options) *Analyzer {
 		opt:       opt,
 		frameIdx:  map[int64]int32{},
 		tokensSec: secondSums{m: map[int64]float64{}},
-		hist:      map[int][]int64{},
 		routes:    newDict(opt.MaxGroups),
 		models:    newDict(opt.MaxGroups),
 		classes:   newDict(64),
@@ -250,6 +266,9 @@ func New(opt Options) *Analyzer {
 		a.hist[c] = make([]int64, len(histEdges)-1)
 	}
 	a.prefix.max = opt.MaxPrefixBlocks
+	if opt.Sessions != SessionsOff {
+		a.sessions = NewSessionCounter(opt.Sessions, opt.SessionLimits)
+	}
 	if !opt.Origin.IsZero() {
 		a.origin, a.originSet = opt.Origin.UnixNano(), true
 	}
@@ -268,6 +287,9 @@ func (a *Analyzer) AddResult(r *formats.Result) {
 // AddExchange adds one recorded exchange. The row is not retained.
 func (a *Analyzer) AddExchange(x *formats.Exchange) {
 	a.recordings++
+	if a.sessions != nil {
+		a.sessions.Add(x)
+	}
 	a.add(fromExchange(x))
 }
 
@@ -307,7 +329,7 @@ func (a *Analyzer) add(o observation) {
 			if a.perFrame[c] {
 				fr.lat[c].add(b, v)
 			}
-			if h, ok := a.hist[c]; ok {
+			if h := a.hist[c]; h != nil {
 				h[histBin(v)]++
 			}
 		}
@@ -370,11 +392,6 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 	if !ok {
 		return
 	}
-	for _, g := range o.itlUs {
-		if g >= 0 {
-			a.itl.add(int64(g), 1)
-		}
-	}
 	// Per-token ITL: when usage reports more tokens than there are token
 	// events, each gap is shared evenly by the tokens of its event.
 	if n := len(o.itlUs); n > 0 && o.outTokens > int32(n+1) {
@@ -382,13 +399,14 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 		k := int64(math.Round(perEvent))
 		for _, g := range o.itlUs {
 			if g >= 0 {
-				a.itlToken.add(int64(math.Round(float64(g)/perEvent)), k)
+				a.itlSpread.add(int64(g), 1)
+				a.itlSpreadToken.add(int64(math.Round(float64(g)/perEvent)), k)
 			}
 		}
 	} else {
 		for _, g := range o.itlUs {
 			if g >= 0 {
-				a.itlToken.add(int64(g), 1)
+				a.itlEven.add(int64(g), 1)
 			}
 		}
 	}
@@ -410,6 +428,13 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 		a.tokensSec.add(floorDiv(t, int64(time.Second)), per)
 	}
 }
+
+// itl is the distribution of the gaps between token events, µs.
+func (a *Analyzer) itl() *countDist { return sumCounts(&a.itlEven, &a.itlSpread) }
+
+// itlToken is the distribution of the gaps between tokens, µs: an event's
+// gap shared evenly by its tokens.
+func (a *Analyzer) itlToken() *countDist { return sumCounts(&a.itlEven, &a.itlSpreadToken) }
 
 // secondSums sums values per second with the latest second's sum held
 // outside the map: a stream's token events mostly fall in one second, so
@@ -460,13 +485,19 @@ func (a *Analyzer) meets(o *observation) bool {
 
 func (a *Analyzer) frameOf(origNs int64) int32 {
 	f := int64(a.opt.Frame)
-	start := a.origin + floorDiv(origNs-a.origin, f)*f
-	if i, ok := a.frameIdx[start]; ok {
-		return i
+	if a.lastFrame > 0 {
+		if i := a.lastFrame - 1; origNs >= a.frames[i].start && origNs-a.frames[i].start < f {
+			return i
+		}
 	}
-	i := int32(len(a.frames))
-	a.frames = append(a.frames, &frameAcc{start: start})
-	a.frameIdx[start] = i
+	start := a.origin + floorDiv(origNs-a.origin, f)*f
+	i, ok := a.frameIdx[start]
+	if !ok {
+		i = int32(len(a.frames))
+		a.frames = append(a.frames, &frameAcc{start: start})
+		a.frameIdx[start] = i
+	}
+	a.lastFrame = i + 1
 	return i
 }
 
@@ -492,15 +523,21 @@ func FrameOf(t time.Time, origin time.Time, frame time.Duration) time.Time {
 // dict interns strings (or method/path pairs) up to a cap; later ones
 // share the "(other)" id.
 type dict struct {
-	ids   map[string]int32
-	pairs map[[2]string]int32
-	names []string
-	max   int
+	ids        map[string]int32
+	pairs      map[[2]string]int32
+	firstPairs []routePair // the first dictScan routes, found by comparison
+	names      []string
+	max        int
 }
 
 // pair interns a route: "METHOD path" (just path without a method),
 // without building the string for routes already seen.
 func (d *dict) pair(method, path string) int32 {
+	for _, p := range d.firstPairs {
+		if p.method == method && p.path == path {
+			return p.id
+		}
+	}
 	k := [2]string{method, path}
 	if i, ok := d.pairs[k]; ok {
 		return i
@@ -516,7 +553,21 @@ func (d *dict) pair(method, path string) int32 {
 	if len(d.pairs) < 4*d.max {
 		d.pairs[k] = i
 	}
+	if len(d.firstPairs) < dictScan {
+		d.firstPairs = append(d.firstPairs, routePair{method, path, i})
+	}
 	return i
+}
+
+// dictScan is how many names (and routes) a dict finds by comparing
+// strings before hashing: most traffic has a few routes and models, and
+// the reader hands out the same string for a column chunk's repeated
+// values, so the comparison is mostly a pointer's.
+const dictScan = 8
+
+type routePair struct {
+	method, path string
+	id           int32
 }
 
 const otherGroup = "(other)"
@@ -524,6 +575,11 @@ const otherGroup = "(other)"
 func newDict(max int) dict { return dict{ids: map[string]int32{}, max: max} }
 
 func (d *dict) id(s string) int32 {
+	for i, name := range d.names[:min(len(d.names), dictScan)] {
+		if name == s {
+			return int32(i)
+		}
+	}
 	if i, ok := d.ids[s]; ok {
 		return i
 	}

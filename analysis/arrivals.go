@@ -8,9 +8,13 @@ import "slices"
 // heap and leave it oldest first, so the gaps between consecutive starts
 // are those of the sorted starts as long as no row is more than
 // reorderWindow rows out of place. A start older than one already released
-// counts as a gap of 0 (Late).
+// counts as a gap of 0 (Late). While the starts come in order (a
+// recording's always do) the window is a queue, not a heap: the oldest
+// pending start is the first, and the heap would release the same starts.
 type arrivals struct {
-	pending  endHeap // starts not yet released, ns
+	pending  endHeap // starts not yet released, ns: in order from head on, or a heap once a start came out of order
+	head     int     // the oldest pending start while in order
+	heap     bool    // pending is a heap (from index 0)
 	last     int64   // the last released start
 	released bool
 	gaps     dist
@@ -32,11 +36,30 @@ func (s *arrivals) add(b *exactBudget, ts int64) {
 		s.max = ts
 	}
 	s.n++
-	s.pending.push(ts)
-	if s.pending.Len() > reorderWindow {
-		next := s.pending[0]
-		s.pending.pop()
+	if !s.heap && len(s.pending) > s.head && ts < s.pending[len(s.pending)-1] {
+		// Out of order: from now on a heap. The pending starts in order
+		// are a valid heap as they are.
+		s.pending = append(s.pending[:0], s.pending[s.head:]...)
+		s.head, s.heap = 0, true
+	}
+	if s.heap {
+		s.pending.push(ts)
+		if s.pending.Len() > reorderWindow {
+			next := s.pending[0]
+			s.pending.pop()
+			s.release(b, &s.gaps, next)
+		}
+		return
+	}
+	s.pending = append(s.pending, ts)
+	if len(s.pending)-s.head > reorderWindow {
+		next := s.pending[s.head]
+		s.head++
 		s.release(b, &s.gaps, next)
+		if s.head >= reorderWindow {
+			s.pending = append(s.pending[:0], s.pending[s.head:]...)
+			s.head = 0
+		}
 	}
 }
 
@@ -60,7 +83,7 @@ func (s *arrivals) release(b *exactBudget, gaps *dist, ts int64) {
 func (s *arrivals) interArrival() *dist {
 	tail := *s // a copy: releasing the pending starts must not change s
 	gaps := merged(&s.gaps)
-	pending := slices.Clone(s.pending)
+	pending := slices.Clone(s.pending[s.head:])
 	slices.Sort(pending)
 	var unbounded exactBudget
 	unbounded.limit = 1<<63 - 1

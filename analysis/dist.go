@@ -18,9 +18,13 @@ type dist struct {
 	tracked bool    // registered with the budget
 	sk      *sketch // nil while exact
 
-	n        int64
-	mean, m2 float64 // Welford's running mean and sum of squared deviations
-	min, max int64
+	n int64
+	// The moments are sums of the values less shift (the first value, or
+	// the mean of a merge): Σx and Σx² of x = v − shift need no division
+	// per value, as Welford's update does, and the shift keeps the sum of
+	// squares from cancelling (all-equal values give exactly 0).
+	shift, sum, sumSq float64
+	min, max          int64
 }
 
 // exactBudget bounds the values an Analyzer's distributions hold exactly.
@@ -47,25 +51,17 @@ const DefaultExactValues = 1 << 20
 
 func (d *dist) add(b *exactBudget, v int64) {
 	d.n++
-	if d.n == 1 || v > d.max {
-		d.max = v
+	if d.n == 1 {
+		d.min, d.max, d.shift = v, v, float64(v)
+	} else {
+		d.min, d.max = min(d.min, v), max(d.max, v)
 	}
-	if d.n == 1 || v < d.min {
-		d.min = v
-	}
-	delta := float64(v) - d.mean
-	d.mean += delta / float64(d.n)
-	d.m2 += delta * (float64(v) - d.mean)
+	x := float64(v) - d.shift
+	d.sum += x
+	d.sumSq += x * x
 	if d.sk != nil {
-		if b.limit <= 0 {
-			d.sk.add(v, 1)
-			return
-		}
-		before := d.sk.cells()
-		d.sk.add(v, 1)
-		if grown := d.sk.cells() - before; grown != 0 {
-			b.held += int64(grown)
-			if b.held > max(b.limit, b.next) {
+		if grown := d.sk.add(v, 1); grown != 0 && b.limit > 0 {
+			if b.held += int64(grown); b.held > max(b.limit, b.next) {
 				b.shed()
 			}
 		}
@@ -85,6 +81,15 @@ func (d *dist) add(b *exactBudget, v int64) {
 	if b.held++; b.held > max(b.limit, b.next) {
 		b.shed()
 	}
+}
+
+// moments returns the mean and the sum of squared deviations from it.
+func (d *dist) moments() (mean, m2 float64) {
+	if d.n == 0 {
+		return 0, 0
+	}
+	n := float64(d.n)
+	return d.shift + d.sum/n, max(d.sumSq-d.sum*d.sum/n, 0)
 }
 
 // shed sketches the largest exact distributions until at most half the
@@ -171,7 +176,8 @@ func (d *dist) meanVar() (float64, float64) {
 		d.sort()
 		return meanVar(d.vals)
 	}
-	return d.mean, d.m2 / float64(d.n)
+	mean, m2 := d.moments()
+	return mean, m2 / float64(d.n)
 }
 
 // quantiles summarises the distribution in ns.
@@ -252,10 +258,12 @@ func (out *dist) mergeStats(d *dist) {
 	if out.n == 0 || d.min < out.min {
 		out.min = d.min
 	}
+	ma, m2a := out.moments()
+	mb, m2b := d.moments()
 	n := out.n + d.n
-	delta := d.mean - out.mean
-	out.m2 += d.m2 + delta*delta*float64(out.n)*float64(d.n)/float64(n)
-	out.mean += delta * float64(d.n) / float64(n)
+	delta := mb - ma
+	m2 := m2a + m2b + delta*delta*float64(out.n)*float64(d.n)/float64(n)
+	out.shift, out.sum, out.sumSq = ma+delta*float64(d.n)/float64(n), 0, m2
 	out.n = n
 }
 

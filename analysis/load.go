@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/reelkit/reel/formats"
@@ -48,7 +49,7 @@ func DatasetKind(paths []string) (string, error) {
 // (shards of one run merge into one set), and returns how many rows it read.
 // It stops early when ctx is cancelled. A recording is read without the
 // columns the analysis never uses (bodies, headers) unless opt.Columns
-// says otherwise.
+// says otherwise, in one pass for the metrics and Options.Sessions.
 func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.ReaderOptions) (int64, error) {
 	kind, err := DatasetKind(paths)
 	if err != nil {
@@ -57,6 +58,9 @@ func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.R
 	if kind == KindExchange {
 		if opt.Columns == nil {
 			opt.Columns = exchangeColumns
+			if a.sessions != nil {
+				opt.Columns = union(exchangeColumns, sessionColumns())
+			}
 		}
 		return addAll(ctx, paths, opt, a.AddExchange)
 	}
@@ -86,4 +90,15 @@ func addAll[T formats.Record](ctx context.Context, paths []string, opt formats.R
 		add(rec)
 		n++
 	}
+}
+
+// union returns the names of a, then those of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

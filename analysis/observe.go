@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/reelkit/reel/formats"
@@ -172,6 +173,10 @@ var exchangeColumns = []string{
 	"batch_size", "queue_depth", "cached_tokens", // server state
 	"method", "path", "model", // breakdowns and filters
 }
+
+// ExchangeColumns are the exchange/1 columns the analysis reads from a
+// recording (what AddDataset decodes by default).
+func ExchangeColumns() []string { return slices.Clone(exchangeColumns) }
 
 // fromExchange maps a recorded exchange: t_send is the request's first byte
 // and there is no schedule, so E2E from schedule equals E2E and lag is

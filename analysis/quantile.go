@@ -98,6 +98,25 @@ func (d *countDist) add(v int64, c int64) {
 	d.sparse[v] += c
 }
 
+// sumCounts returns the counts of a and b together: a itself when b is
+// empty (the caller must not change it), else a new countDist.
+func sumCounts(a, b *countDist) *countDist {
+	if b.n == 0 {
+		return a
+	}
+	out := &countDist{dense: make([]int64, max(len(a.dense), len(b.dense)))}
+	for _, d := range []*countDist{a, b} {
+		for v, c := range d.dense {
+			out.dense[v] += c
+			out.n += c
+		}
+		for v, c := range d.sparse {
+			out.add(v, c)
+		}
+	}
+	return out
+}
+
 // each calls f for every distinct value in ascending order.
 func (d *countDist) each(f func(v, c int64)) {
 	for v, c := range d.dense {

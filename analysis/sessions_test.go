@@ -1,12 +1,16 @@
 package analysis
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
 )
 
@@ -235,4 +239,59 @@ func TestSessionCounterBounded(t *testing.T) {
 			t.Fatalf("longest %+v, want %+v", st.Longest, want)
 		}
 	})
+}
+
+// reel stats counts sessions in the pass that reads the metrics
+// (Options.Sessions): the same SessionStats as the separate pass of
+// SessionStatsOf, over multi-turn traffic in two shards whose times
+// interleave, whatever the metrics' Filter and ExcludeFirst leave out.
+func TestSessionsInTheMetricsPass(t *testing.T) {
+	xs := analysistest.WeeklyIncident(11)
+	dir := t.TempDir()
+	var shards [2][]*formats.Exchange
+	for i, x := range xs {
+		if i%4 != 0 { // chains of turns continuing the turn three before, under recorded ids
+			x.TurnKey, x.ParentTurnKey = int64(i+1), int64(i-2)
+			x.Session = fmt.Sprint("s", i%40)
+		}
+		if i%9 == 0 { // a turn whose answer went to two continuations
+			x.ParentTurnKey = int64(i - 5)
+		}
+		x.Recorder = fmt.Sprint("rec", i%2)
+		shards[i%2] = append(shards[i%2], x)
+	}
+	analysistest.WriteDataset(t, filepath.Join(dir, "a"), shards[0])
+	analysistest.WriteDataset(t, filepath.Join(dir, "b"), shards[1])
+	for _, mode := range []SessionMode{SessionsInferred, SessionsRecorded} {
+		separate, err := SessionStatsOf(context.Background(), []string{dir}, formats.ReaderOptions{}, mode, LinkerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(separate)
+		if separate.Sessions < 10 || separate.Requests != int64(len(xs)) {
+			t.Fatalf("%v: %d sessions over %d requests: the test traffic should have many", mode, separate.Sessions, separate.Requests)
+		}
+		for name, opt := range map[string]Options{
+			"all":                      {Sessions: mode},
+			"filtered, first excluded": {Sessions: mode, ExcludeFirst: time.Minute, Filter: Filter{MaxPromptTokens: 1999}},
+		} {
+			t.Run(fmt.Sprint(mode, "/", name), func(t *testing.T) {
+				a := New(opt)
+				if _, err := a.AddDataset(context.Background(), []string{dir}, formats.ReaderOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				st := a.Stats()
+				if got, _ := json.Marshal(st.Sessions); string(got) != string(want) {
+					t.Fatalf("sessions counted with the metrics:\n got  %s\n want %s", got, want)
+				}
+			})
+		}
+	}
+	a := New(Options{}) // sessions off: none reported
+	if _, err := a.AddDataset(context.Background(), []string{dir}, formats.ReaderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Sessions != nil {
+		t.Fatalf("Options.Sessions off reported %+v", st.Sessions)
+	}
 }

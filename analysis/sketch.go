@@ -80,18 +80,24 @@ func sketchBin(m uint64) int {
 // sketchValue returns the value bin i stands for.
 func sketchValue(i int) float64 { return 2 * sketchBounds[i] / (sketchGamma + 1) }
 
-func (s *sketch) add(v int64, c int64) {
+// add counts v c times and returns how many cells the sketch grew by.
+func (s *sketch) add(v int64, c int64) (grown int) {
 	switch {
 	case v > 0:
-		s.pos.add(sketchBin(uint64(v)), c)
+		return s.pos.add(sketchBin(uint64(v)), c)
 	case v < 0:
-		s.neg.add(sketchBin(uint64(-v)), c) // -MinInt64 wraps to 2^63 as a uint64: still right
-	default:
-		s.zero += c
+		return s.neg.add(sketchBin(uint64(-v)), c) // -MinInt64 wraps to 2^63 as a uint64: still right
 	}
+	s.zero += c
+	return 0
 }
 
-func (b *sketchBins) add(i int, c int64) {
+func (b *sketchBins) add(i int, c int64) (grown int) {
+	if j := i - b.offset; j >= 0 && j < len(b.counts) {
+		b.counts[j] += c
+		return 0
+	}
+	before := cap(b.counts)
 	if len(b.counts) == 0 {
 		b.counts = make([]int64, 1, 16)
 		b.offset = i
@@ -113,6 +119,7 @@ func (b *sketchBins) add(i int, c int64) {
 		b.counts = b.counts[:need]
 	}
 	b.counts[i-b.offset] += c
+	return cap(b.counts) - before
 }
 
 func (s *sketch) merge(o *sketch) {

@@ -33,7 +33,7 @@ type Stats struct {
 	// Outliers are runs of adjacent frames whose tail or mix stands out.
 	Outliers []Episode `json:"outliers"`
 	// Sessions describes conversations and agent loops (nil when not
-	// asked for; see SessionStatsOf).
+	// asked for, Options.Sessions, or not a recording).
 	Sessions *SessionStats `json:"sessions,omitempty"`
 }
 
@@ -176,10 +176,15 @@ const (
 
 // Stats computes the summary plus the traffic description, from the
 // analyzer's distributions and per-frame sums: its extra memory is one
-// distribution of inter-arrival gaps and the frame table.
+// distribution of inter-arrival gaps and the frame table. With
+// Options.Sessions it closes the sessions still open: add no more
+// exchanges afterwards.
 func (a *Analyzer) Stats() *Stats {
 	s := a.Summary()
 	st := &Stats{Summary: s, Correlations: []Correlation{}, TTFTCorrelations: []Correlation{}, Outliers: []Episode{}}
+	if a.sessions != nil && a.recordings > 0 {
+		st.Sessions = a.sessions.Stats()
+	}
 	arr := &a.starts
 	if arr.n == 0 {
 		return st

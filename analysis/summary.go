@@ -195,9 +195,10 @@ func (a *Analyzer) Summary() *Summary {
 	}
 	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.lat[colE2ESched].quantiles(), a.lat[colTTFB].quantiles()
 	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
-	s.ITL, s.ITLToken = a.itl.quantiles(), a.itlToken.quantiles()
+	itl := a.itl()
+	s.ITL, s.ITLToken = itl.quantiles(), a.itlToken().quantiles()
 	s.SessionDelay = a.lat[colSessionDelay].quantiles()
-	s.Histograms["itl"] = histogramOfDist(&a.itl)
+	s.Histograms["itl"] = histogramOfDist(itl)
 
 	s.RequestRate = rate(float64(n))
 	s.Throughput = rate(float64(s.OK))

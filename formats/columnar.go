@@ -206,7 +206,8 @@ type columnCursor struct {
 	dictI32 []int32
 	last    string // the last plain string, reused while values repeat
 
-	ends []int32 // scratch: end of each row's list in the batch's slab
+	ends     []int32 // scratch: end of each row's list in the batch's slab
+	slabHint int     // capacity for the next batch's list slab: the last batch's elements and an eighth
 }
 
 // accepts reports whether the file's leaf column can be decoded into the
@@ -248,6 +249,9 @@ func (c *columnCursor) next() error {
 	}
 	c.page = p
 	c.defs, c.reps = p.DefinitionLevels(), p.RepetitionLevels()
+	if c.maxRep > 0 && len(c.defs) != len(c.reps) {
+		return errLevelsUneven
+	}
 	c.vpos, c.lpos = 0, 0
 	data := p.Data()
 	c.i64, c.i32, c.bits, c.data, c.offs, c.indexes = nil, nil, nil, nil, nil, nil
@@ -309,10 +313,9 @@ func (c *columnCursor) int32At(i int) int32 {
 	return c.i32[i]
 }
 
-func (c *columnCursor) stringAt(i int) string {
-	if c.indexes != nil {
-		return c.dict[c.indexes[i]]
-	}
+// plainString is the page's plain string i; a run of equal values shares
+// one string.
+func (c *columnCursor) plainString(i int) string {
 	b := c.data[c.offs[i]:c.offs[i+1]]
 	if string(b) != c.last { // compared without converting
 		c.last = string(b)
@@ -326,12 +329,13 @@ func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
 	if c.missing {
 		return nil // never written: the field stays zero
 	}
-	at := func(r int) unsafe.Pointer { return unsafe.Add(base, uintptr(r)*size+c.field.offset) }
 	switch c.field.kind {
 	case kindOptInt32:
-		return c.decodeOptional(at, n)
-	case kindListInt32, kindListInt64:
-		return c.decodeList(at, n)
+		return c.decodeOptional(base, size, n)
+	case kindListInt32:
+		return decodeList(c, base, size, n, (*columnCursor).int32Values, emptyListInt32s)
+	case kindListInt64:
+		return decodeList(c, base, size, n, (*columnCursor).int64Values, emptyListInt64s)
 	}
 	for r := 0; r < n; {
 		if c.vpos >= c.nvals {
@@ -342,27 +346,53 @@ func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
 		}
 		k := min(n-r, c.nvals-c.vpos)
 		v := c.vpos
+		dst := unsafe.Add(base, uintptr(r)*size+c.field.offset)
 		switch c.field.kind {
 		case kindInt64:
-			for j := range k {
-				*(*int64)(at(r + j)) = c.int64At(v + j)
+			if c.indexes != nil {
+				for _, x := range c.indexes[v : v+k] {
+					*(*int64)(dst) = c.dictI64[x]
+					dst = unsafe.Add(dst, size)
+				}
+			} else {
+				for _, x := range c.i64[v : v+k] {
+					*(*int64)(dst) = x
+					dst = unsafe.Add(dst, size)
+				}
+			}
+		case kindInt32:
+			if c.indexes != nil {
+				for _, x := range c.indexes[v : v+k] {
+					*(*int32)(dst) = c.dictI32[x]
+					dst = unsafe.Add(dst, size)
+				}
+			} else {
+				for _, x := range c.i32[v : v+k] {
+					*(*int32)(dst) = x
+					dst = unsafe.Add(dst, size)
+				}
 			}
 		case kindTime:
 			for j := range k {
-				*(*time.Time)(at(r + j)) = time.Unix(0, c.int64At(v+j)*c.timeUnit).UTC()
-			}
-		case kindInt32:
-			for j := range k {
-				*(*int32)(at(r + j)) = c.int32At(v + j)
+				*(*time.Time)(dst) = time.Unix(0, c.int64At(v+j)*c.timeUnit).UTC()
+				dst = unsafe.Add(dst, size)
 			}
 		case kindBool:
-			for j := range k {
-				i := v + j
-				*(*bool)(at(r + j)) = c.bits[i>>3]>>(i&7)&1 != 0
+			for i := v; i < v+k; i++ {
+				*(*bool)(dst) = c.bits[i>>3]>>(i&7)&1 != 0
+				dst = unsafe.Add(dst, size)
 			}
 		case kindString:
-			for j := range k {
-				*(*string)(at(r + j)) = c.stringAt(v + j)
+			if c.indexes != nil {
+				for _, x := range c.indexes[v : v+k] {
+					*(*string)(dst) = c.dict[x]
+					dst = unsafe.Add(dst, size)
+				}
+			} else {
+				for i := v; i < v+k; i++ {
+					*(*string)(dst) = c.plainString(i)
+					dst = unsafe.Add(dst, size)
+				}
 			}
 		}
 		r += k
@@ -372,9 +402,10 @@ func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
 }
 
 // decodeOptional decodes an optional INT32 column: one definition level per
-// row, a value where it is the maximum. The batch's values share one slab.
-func (c *columnCursor) decodeOptional(at func(int) unsafe.Pointer, n int) error {
-	slab := make([]int32, 0, n)
+// row, a value where it is the maximum. The batch's values share one slab,
+// allocated at the batch's first value.
+func (c *columnCursor) decodeOptional(base unsafe.Pointer, size uintptr, n int) error {
+	var slab []int32
 	for r := 0; r < n; r++ {
 		if c.lpos >= len(c.defs) {
 			if err := c.next(); err != nil {
@@ -383,11 +414,14 @@ func (c *columnCursor) decodeOptional(at func(int) unsafe.Pointer, n int) error 
 			r--
 			continue
 		}
-		p := (**int32)(at(r))
+		p := (**int32)(unsafe.Add(base, uintptr(r)*size+c.field.offset))
 		*p = nil
 		if c.defs[c.lpos] == c.maxDef {
 			if c.vpos >= c.nvals {
 				return errBadLevels
+			}
+			if slab == nil {
+				slab = make([]int32, 0, n-r) // never grows: *p points into it
 			}
 			slab = append(slab, c.int32At(c.vpos))
 			c.vpos++
@@ -398,78 +432,89 @@ func (c *columnCursor) decodeOptional(at func(int) unsafe.Pointer, n int) error 
 	return nil
 }
 
-var errBadLevels = errors.New("definition levels promise more values than the page holds")
+var (
+	errBadLevels    = errors.New("definition levels promise more values than the page holds")
+	errListRowStart = errors.New("list row does not start at repetition level 0")
+	errLevelsUneven = errors.New("page has different numbers of repetition and definition levels")
+	emptyListInt32s = []int32{}
+	emptyListInt64s = []int64{}
+)
 
-// decodeList decodes a LIST column: a row is the entries from a repetition
-// level 0 up to the next one, an element where the definition level is the
-// maximum (lower levels: an empty or null list, which reads as an empty
-// slice, as in the row path). A row may continue on the next page. The batch's elements
-// share one slab.
-func (c *columnCursor) decodeList(at func(int) unsafe.Pointer, n int) error {
+// decodeList decodes a LIST column of E (int32 or int64; values gives the
+// current page's plain values or the chunk's dictionary, empty is the
+// empty list): a row is the
+// entries from a repetition level 0 up to the next one, an element where
+// the definition level is the maximum (lower levels: an empty or null
+// list, which reads as an empty slice, as in the row path). A row may
+// continue on the next page. The levels are scanned page by page and each
+// page's elements copied into the batch's slab in one block; the slab is
+// sized from the previous batch, so it rarely grows.
+func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uintptr, n int, values func(*columnCursor) (plain, dict []E), empty []E) error {
 	c.ends = c.ends[:0]
-	var slab64 []int64
-	var slab32 []int32
-	count := 0
-	for r := 0; r < n; r++ {
+	slab := make([]E, 0, c.slabHint)
+	started := 0 // rows of the batch begun
+	for {
 		if c.lpos >= len(c.reps) {
 			if err := c.next(); err != nil {
+				if errors.Is(err, errShortChunk) && started == n {
+					break // the chunk's last row ends with the chunk
+				}
 				return err
 			}
-			r--
 			continue
 		}
-		if c.reps[c.lpos] != 0 {
-			return errors.New("list row does not start at repetition level 0")
-		}
-		for first := true; ; first = false {
-			if c.lpos >= len(c.reps) {
-				if err := c.next(); err != nil {
-					if errors.Is(err, errShortChunk) {
-						break // the chunk's last row
-					}
-					return err
-				}
-				if len(c.reps) == 0 || c.reps[0] == 0 {
+		reps, defs := c.reps, c.defs
+		i, vals, done := c.lpos, 0, false
+		for ; i < len(reps); i++ {
+			if reps[i] == 0 {
+				if started == n {
+					done = true // the next batch's first row
 					break
 				}
-			}
-			if !first && c.reps[c.lpos] == 0 {
-				break
-			}
-			if c.defs[c.lpos] == c.maxDef {
-				if c.vpos >= c.nvals {
-					return errBadLevels
+				if started > 0 {
+					c.ends = append(c.ends, int32(len(slab)+vals))
 				}
-				if c.field.kind == kindListInt64 {
-					slab64 = append(slab64, c.int64At(c.vpos))
-				} else {
-					slab32 = append(slab32, c.int32At(c.vpos))
-				}
-				c.vpos++
-				count++
+				started++
+			} else if started == 0 {
+				return errListRowStart
 			}
-			c.lpos++
+			if defs[i] == c.maxDef {
+				vals++
+			}
 		}
-		c.ends = append(c.ends, int32(count))
+		if c.vpos+vals > c.nvals {
+			return errBadLevels
+		}
+		if plain, dict := values(c); c.indexes != nil {
+			for _, x := range c.indexes[c.vpos : c.vpos+vals] {
+				slab = append(slab, dict[x])
+			}
+		} else {
+			slab = append(slab, plain[c.vpos:c.vpos+vals]...)
+		}
+		c.vpos += vals
+		c.lpos = i
+		if done {
+			break
+		}
 	}
+	c.ends = append(c.ends, int32(len(slab)))
+	c.slabHint = len(slab) + len(slab)/8
 	start := int32(0)
 	for r, end := range c.ends {
-		switch {
-		case end == start: // empty, not nil, as the row path reads it
-			if c.field.kind == kindListInt64 {
-				*(*[]int64)(at(r)) = []int64{}
-			} else {
-				*(*[]int32)(at(r)) = []int32{}
-			}
-		case c.field.kind == kindListInt64:
-			*(*[]int64)(at(r)) = slab64[start:end:end]
-		default:
-			*(*[]int32)(at(r)) = slab32[start:end:end]
+		p := (*[]E)(unsafe.Add(base, uintptr(r)*size+c.field.offset))
+		if end == start { // empty, not nil, as the row path reads it
+			*p = empty
+		} else {
+			*p = slab[start:end:end]
 		}
 		start = end
 	}
 	return nil
 }
+
+func (c *columnCursor) int32Values() (plain, dict []int32) { return c.i32, c.dictI32 }
+func (c *columnCursor) int64Values() (plain, dict []int64) { return c.i64, c.dictI64 }
 
 // release gives the current page back to parquet-go's buffer pool.
 func (c *columnCursor) release() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // columnarColumns are the top-level columns of T the columnar path decodes
@@ -130,6 +132,16 @@ func TestColumnarMatchesRows(t *testing.T) {
 			}
 		})
 	}
+	t.Run("small pages", func(t *testing.T) { // lists and batches across page boundaries
+		pdir := t.TempDir()
+		writeAll(t, WriterOptions{Dir: pdir, Recorder: "rec-a", RowGroupRows: 1000, PageBytes: 700, NoSpool: true}, append(a, b...))
+		pagesOf(t, pdir, "event_gaps_us", 5)
+		for _, batch := range []int{0, 7} {
+			if got := readBoth[Exchange](t, []string{pdir}, ReaderOptions{Columns: all, BatchRows: batch}); len(got) != 700 {
+				t.Fatalf("batches of %d: read %d records, want 700", batch, len(got))
+			}
+		}
+	})
 	t.Run("results", func(t *testing.T) {
 		rdir := t.TempDir()
 		var rs []Result
@@ -157,6 +169,40 @@ func TestColumnarMatchesRows(t *testing.T) {
 			t.Fatal("columnar path chosen for a map column")
 		}
 	})
+}
+
+// pagesOf fails unless column's first chunk in dir's first file has at
+// least least pages.
+func pagesOf(t *testing.T, dir, column string, least int) {
+	t.Helper()
+	list, err := ListFiles([]string{dir})
+	if err != nil || len(list) == 0 {
+		t.Fatalf("list %s: %v %q", dir, err, list)
+	}
+	f, pf, err := openParquet(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	leaf, ok := leafOf(pf.Schema(), column)
+	if !ok {
+		t.Fatalf("no column %s", column)
+	}
+	pages := pf.RowGroups()[0].ColumnChunks()[leaf.ColumnIndex].Pages()
+	defer pages.Close()
+	n := 0
+	for ; n < 1<<20; n++ {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		parquet.Release(p)
+	}
+	if n < least {
+		t.Fatalf("%s: %d pages, want at least %d (the test needs rows across pages)", column, n, least)
+	}
 }
 
 // TestColumnarOldFiles: a file written before the added columns existed

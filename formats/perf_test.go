@@ -8,18 +8,21 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/internal/cputime"
 	"github.com/reelkit/reel/replayer"
@@ -587,4 +590,172 @@ func BenchmarkLiveBigBodies(b *testing.B) {
 			b.ReportMetric(float64(peak>>20), "peak-heap-MiB")
 		})
 	}
+}
+
+// BenchmarkScanColumns: the CPU cost per row of reading what `reel stats`
+// reads (its analysis pass's columns, "stats", and its sessions pass's,
+// "sessions") from a 1M-row recording shaped like bench/memory's traffic
+// (streaming chat, ~20 token gaps a row), through Reader.Scan, beside the
+// peer of the same run: parquet-go reading and decoding the same column
+// chunks' pages alone (decompression, values and levels, nothing put into a
+// record). Each iteration times both on the whole file, in alternating
+// order, as process CPU time. Metrics:
+//
+//	scan-cpu-ns/row   Reader.Scan, CPU ns per row (GC included)
+//	pages-cpu-ns/row  the page-decode peer, CPU ns per row
+//	scan/pages        the ratio, per iteration, median reported
+//	rows/cpu-s        Reader.Scan's rows per CPU-second
+//
+//	go test ./formats -run '^$' -bench ScanColumns -benchtime 3x -count 3 -cpu 1
+func BenchmarkScanColumns(b *testing.B) {
+	const rows = 1_000_000
+	dir := b.TempDir()
+	writeTraffic(b, dir, rows)
+	for _, set := range []struct {
+		name    string
+		columns []string
+	}{
+		{"stats", analysis.ExchangeColumns()},
+		{"sessions", append(analysis.LinkColumns(), "recorder", "seq")},
+	} {
+		b.Run(set.name, func(b *testing.B) {
+			var scanCPU, pagesCPU time.Duration
+			var ratios []float64
+			for i := range b.N {
+				var s, p time.Duration
+				if i%2 == 0 {
+					s, p = scanCPUTime(b, dir, set.columns, rows), pageCPUTime(b, dir, set.columns)
+				} else {
+					p, s = pageCPUTime(b, dir, set.columns), scanCPUTime(b, dir, set.columns, rows)
+				}
+				scanCPU += s
+				pagesCPU += p
+				ratios = append(ratios, float64(s)/float64(p))
+			}
+			slices.Sort(ratios)
+			n := float64(rows * b.N)
+			b.ReportMetric(float64(scanCPU.Nanoseconds())/n, "scan-cpu-ns/row")
+			b.ReportMetric(float64(pagesCPU.Nanoseconds())/n, "pages-cpu-ns/row")
+			b.ReportMetric(ratios[len(ratios)/2], "scan/pages")
+			b.ReportMetric(n/scanCPU.Seconds(), "rows/cpu-s")
+		})
+	}
+}
+
+// writeTraffic writes n exchanges like bench/memory's dataset into dir:
+// Poisson arrivals at 5,000/s, log-normal TTFT and token gaps, 8–31 output
+// tokens, three models, 200 clients.
+func writeTraffic(b *testing.B, dir string, n int) {
+	b.Helper()
+	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "bench", NoSpool: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	models := []string{"llama-3-8b", "llama-3-70b", "qwen-2.5-7b"}
+	t := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	gaps := make([]int32, 0, 32)
+	for i := range n {
+		t = t.Add(time.Duration(rng.ExpFloat64() * float64(200*time.Microsecond)))
+		out := int32(8 + rng.IntN(24))
+		ttft := time.Duration(math.Exp(math.Log(0.08)+0.5*rng.NormFloat64()) * float64(time.Second))
+		gaps = gaps[:0]
+		dur := ttft + time.Millisecond
+		for range out - 1 {
+			g := int32(math.Exp(math.Log(20_000) + 0.3*rng.NormFloat64()))
+			gaps = append(gaps, g)
+			dur += time.Duration(g) * time.Microsecond
+		}
+		x := formats.Exchange{
+			Ts: t, TsUnixNs: t.UnixNano(), Recorder: "bench", Seq: int64(i + 1),
+			ConnID: int64(i%512 + 1), ConnSeq: int32(i / 512), Client: "10.0.0." + strconv.Itoa(1+rng.IntN(200)),
+			Method: "POST", Host: "prod.example", Path: "/v1/chat/completions",
+			ReqContentType: "application/json", ReqBody: []byte(`{"messages":[{"role":"user","content":"question"}]}`), ReqBodyBytes: 120,
+			Model: models[rng.IntN(len(models))], Stream: true, MaxTokens: out, PromptTokens: int32(math.Exp(5.5 + 0.6*rng.NormFloat64())),
+			PromptTokensSource: "usage", Status: 200, RespContentType: "text/event-stream", RespBodyBytes: 600,
+			TTFBNs: int64(ttft) - 200_000, DurationNs: int64(dur), TTFTNs: int64(ttft),
+			Events: out + 2, EventGapsUs: slices.Clone(gaps), OutputTokens: out,
+			BatchSize: -1, QueueDepth: -1, Complete: true,
+		}
+		if err := w.Write(&x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// scanCPUTime reads every row of dir's columns through Reader.Scan and
+// returns the process CPU time it took.
+func scanCPUTime(b *testing.B, dir string, columns []string, want int) time.Duration {
+	b.Helper()
+	cpu := cputime.Process()
+	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{dir}, formats.ReaderOptions{Columns: columns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for ; ; n++ {
+		if _, err := r.Scan(); err == io.EOF {
+			break
+		} else if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n != want {
+		b.Fatalf("scanned %d rows, wrote %d", n, want)
+	}
+	return cputime.Process() - cpu
+}
+
+// pageCPUTime reads and decodes every page of dir's column chunks for
+// columns (and the time column) with parquet-go alone, and returns the
+// process CPU time it took.
+func pageCPUTime(b *testing.B, dir string, columns []string) time.Duration {
+	b.Helper()
+	want := map[string]bool{"ts_unix_ns": true}
+	for _, c := range columns {
+		want[c] = true
+	}
+	files, err := formats.ListFiles([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := cputime.Process()
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rg := range pf.RowGroups() {
+			for i, path := range pf.Schema().Columns() {
+				if !want[path[0]] {
+					continue
+				}
+				pages := rg.ColumnChunks()[i].Pages()
+				for {
+					p, err := pages.ReadPage()
+					if err == io.EOF {
+						break
+					} else if err != nil {
+						b.Fatal(err)
+					}
+					parquet.Release(p)
+				}
+				pages.Close()
+			}
+		}
+		f.Close()
+	}
+	return cputime.Process() - cpu
 }

@@ -246,6 +246,9 @@ func (r *Redactor) RedactText(text []byte) []byte {
 // become synthetic text. The chain runs across events.
 func (j *job) redactSSE(body []byte) []byte {
 	out := make([]byte, 0, len(body)+len(body)/8)
+	// framed: j's state is the walk of the latest data event, which the
+	// next one may reuse (reframe).
+	framed := false
 	for len(body) > 0 {
 		line := body
 		next := len(body)
@@ -264,6 +267,7 @@ func (j *job) redactSSE(body []byte) []byte {
 		case len(field) == 0: // comment
 			out = append(out, ':')
 			out = j.appendTextValue(out, value)
+			framed = false
 			out = append(out, eol...)
 			continue
 		case string(field) == "data" && hasColon:
@@ -278,9 +282,17 @@ func (j *job) redactSSE(body []byte) []byte {
 			case string(t) == "[DONE]" || len(t) == 0:
 				out = append(out, v...)
 			case t[0] == '{' || t[0] == '[':
-				out = j.redactJSON(out, v)
+				var reused bool
+				if framed {
+					out, reused = j.reframe(out, v)
+				}
+				if !reused {
+					out = j.redactJSON(out, v)
+					framed = j.reframable()
+				}
 			default:
 				out = j.appendTextValue(out, v)
+				framed = false
 			}
 			out = append(out, eol...)
 			continue
@@ -293,6 +305,7 @@ func (j *job) redactSSE(body []byte) []byte {
 			continue
 		default:
 			out = j.appendTextValue(out, line)
+			framed = false
 			out = append(out, eol...)
 			continue
 		}

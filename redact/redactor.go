@@ -82,6 +82,9 @@ type Redactor struct {
 
 	clientMu sync.Mutex        // guards clients
 	clients  map[string]string // client address → its redacted form (redactClient)
+
+	// walkEveryEvent turns reframe off: the tests' reference output.
+	walkEveryEvent bool
 }
 
 // New binds a policy to a dataset key (at least MinKeyBytes). A nil policy

@@ -3,7 +3,9 @@
 // the common string that holds no escapes. The recorder and the redactor
 // decode message contents with it inside their own UnmarshalJSON methods
 // and turn-link walks, where a nested json.Unmarshal would scan each value
-// a second time.
+// a second time. It also tells when a stream's event repeats its
+// predecessor but for one string's content (Splice, ValidContent), so that
+// the event need not be walked again.
 package jsonstr
 
 import (

@@ -30,3 +30,70 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(checkDecode)
 }
+
+func TestSplice(t *testing.T) {
+	for _, tc := range []struct {
+		prev, b        string
+		prefix, suffix int
+	}{
+		{`{"c":"ab"}`, `{"c":"abc"}`, 8, 2},
+		{`{"c":"abc"}`, `{"c":"ab"}`, 8, 2},
+		{`{"c":"x"}`, `{"c":"y"}`, 6, 2},
+		{`same`, `same`, 4, 0},
+		{``, `abc`, 0, 0},
+		{`aaaa`, `aa`, 2, 0},
+		{`{"content":" a long token here","id":"chatcmpl-0123456789"}`, `{"content":" other","id":"chatcmpl-0123456789"}`, 13, 29},
+	} {
+		p, s := Splice([]byte(tc.prev), []byte(tc.b))
+		if p != tc.prefix || s != tc.suffix {
+			t.Errorf("Splice(%q, %q) = %d, %d; want %d, %d", tc.prev, tc.b, p, s, tc.prefix, tc.suffix)
+		}
+	}
+}
+
+func TestValidContent(t *testing.T) {
+	for _, tc := range []string{``, `plain`, `a\nb`, `\"q\"`, `\\`, `\u00e9`, `\uD83D\ude00`, "\xff", `日本`, `a\/b`} {
+		if !ValidContent([]byte(tc)) {
+			t.Errorf("ValidContent(%q) = false, want true", tc)
+		}
+	}
+	for _, tc := range []string{`"`, `a"b`, `\`, `ab\`, `\x`, `\u12`, `\u12g4`, "tab\tin", "\x00", `\\\`} {
+		if ValidContent([]byte(tc)) {
+			t.Errorf("ValidContent(%q) = true, want false", tc)
+		}
+	}
+}
+
+// FuzzValidContent: ValidContent holds exactly when the content quoted is
+// a JSON string encoding/json accepts (UTF-8 aside).
+func FuzzValidContent(f *testing.F) {
+	for _, s := range []string{`plain`, `esc\"aped\\`, `\u00e9`, `\u12`, `a\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, inner []byte) {
+		raw := append(append([]byte{'"'}, inner...), '"')
+		var s string
+		want := json.Unmarshal(raw, &s) == nil
+		if got := ValidContent(inner); got != want {
+			t.Fatalf("ValidContent(%q) = %v; encoding/json accepts %q: %v", inner, got, raw, want)
+		}
+	})
+}
+
+// FuzzSplice: the spliced parts rebuild both inputs.
+func FuzzSplice(f *testing.F) {
+	f.Add([]byte(`{"c":"ab"}`), []byte(`{"c":"abc"}`))
+	f.Add([]byte(`aaaaaaaaaaaaaaaaaaaa`), []byte(`aaaaaaaaa`))
+	f.Fuzz(func(t *testing.T, prev, b []byte) {
+		p, s := Splice(prev, b)
+		if p+s > min(len(prev), len(b)) || string(prev[:p]) != string(b[:p]) || string(prev[len(prev)-s:]) != string(b[len(b)-s:]) {
+			t.Fatalf("Splice(%q, %q) = %d, %d", prev, b, p, s)
+		}
+		if p < min(len(prev), len(b)) && prev[p] == b[p] {
+			t.Fatalf("Splice(%q, %q): prefix %d not the longest", prev, b, p)
+		}
+		if p+s < min(len(prev), len(b)) && prev[len(prev)-s-1] == b[len(b)-s-1] {
+			t.Fatalf("Splice(%q, %q): suffix %d not the longest", prev, b, s)
+		}
+	})
+}
