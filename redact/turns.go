@@ -309,6 +309,7 @@ type streamAnswerBuilder struct {
 	order    []int // Anthropic blocks in index order
 	ended    bool
 	sawDelta bool
+	deltas   sse.ChatDeltas
 }
 
 type streamCall struct {
@@ -324,16 +325,18 @@ func (a *streamAnswerBuilder) callAt(i int) *streamCall {
 }
 
 // event adds one event's data. The plain chat chunk nearly every token of
-// an OpenAI-compatible stream is goes through sse.ChatDelta, which reads
-// what decodeEvent would without its allocations
-// (FuzzStreamEventFastMatchesDecode); every other shape is decoded.
+// an OpenAI-compatible stream is goes through sse.ChatDelta (by way of
+// ChatDeltas, which need not walk a chunk that repeats the one before
+// but for its text), which reads what decodeEvent would without its
+// allocations (FuzzStreamEventFastMatchesDecode); every other shape is
+// decoded.
 func (a *streamAnswerBuilder) event(data []byte) {
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		a.ended = true
 		return
 	}
-	if d, ok := sse.ChatDelta(data); ok {
+	if d, ok := a.deltas.Read(data); ok {
 		if d.First {
 			a.sawDelta = true
 			a.text = append(a.text, d.Content...)

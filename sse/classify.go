@@ -82,23 +82,29 @@ var doneMarker = []byte("[DONE]")
 // encoding/json only what that pass is unsure of (escaped or oddly cased
 // keys, duplicates, unexpected types, invalid JSON).
 func Classify(data []byte) Chunk {
-	data = bytes.TrimSpace(data)
+	c, _ := classifyTrimmed(bytes.TrimSpace(data))
+	return c
+}
+
+// classifyTrimmed is Classify of data without surrounding space; tok is
+// fastClassify's token string when the fast path answered.
+func classifyTrimmed(data []byte) (Chunk, contentSpan) {
 	if bytes.Equal(data, doneMarker) {
-		return Chunk{Done: true}
+		return Chunk{Done: true}, contentSpan{}
 	}
 	if len(data) == 0 || data[0] != '{' {
-		return Chunk{}
+		return Chunk{}, contentSpan{}
 	}
 	// The fast path first: when it answers, a chunk without any of the
 	// keys mayMatter looks for comes out empty there too (it refuses
 	// escaped or oddly cased keys, the only way such a chunk could matter).
-	if c, ok := fastClassify(data); ok {
-		return c
+	if c, tok, ok := fastClassify(data); ok {
+		return c, tok
 	}
 	if !mayMatter(data) {
-		return Chunk{}
+		return Chunk{}, contentSpan{}
 	}
-	return classifyJSON(data)
+	return classifyJSON(data), contentSpan{}
 }
 
 // classifyJSON is Classify's decoding path, the reference fastClassify is

@@ -29,6 +29,40 @@ type Delta struct {
 // string or null, no relevant key twice or in another case or spelled
 // with escapes. Anything else is ok false, for the caller's full decode.
 func ChatDelta(data []byte) (d Delta, ok bool) {
+	d, _, ok = chatDelta(data)
+	return d, ok
+}
+
+// ChatDeltas reads the chunks of one stream as ChatDelta does, answering a
+// chunk that repeats the latest one it walked but for the first choice's
+// content text from that walk (the content decoded afresh). The zero
+// value is ready to use; it is not safe for concurrent use.
+type ChatDeltas struct {
+	frame  frame
+	framed Delta // the framed chunk's delta, without its content
+}
+
+// Read returns ChatDelta(data).
+func (r *ChatDeltas) Read(data []byte) (Delta, bool) {
+	if inner, ok := r.frame.match(data); ok {
+		d := r.framed
+		// inner is well-formed, so the decode cannot fail.
+		if d.Content, ok = chatContent(data[r.frame.from-1 : r.frame.from+len(inner)+1]); ok {
+			return d, true
+		}
+	}
+	d, content, ok := chatDelta(data)
+	if ok && content.set {
+		r.frame.remember(data, content.from, content.to)
+		r.framed = d
+		r.framed.Content = nil
+	}
+	return d, ok
+}
+
+// chatDelta is ChatDelta; content is the span of the first choice's
+// content string, when it has one.
+func chatDelta(data []byte) (d Delta, content contentSpan, ok bool) {
 	w := walker{b: data}
 	var seen uint32
 	ok = w.objectOf(&chunkKeys, func(k int) bool {
@@ -41,13 +75,13 @@ func ChatDelta(data []byte) (d Delta, ok bool) {
 		return false // an Anthropic event's member
 	}, &seen)
 	if !ok {
-		return Delta{}, false
+		return Delta{}, contentSpan{}, false
 	}
 	w.ws()
 	if w.i != len(w.b) {
-		return Delta{}, false // trailing data
+		return Delta{}, contentSpan{}, false // trailing data
 	}
-	return d, true
+	return d, w.tok, true
 }
 
 // Relevant keys of a chat chunk, its choices and their deltas (indexes into
@@ -83,6 +117,7 @@ func (w *walker) chatChoice(d *Delta) bool {
 		seen     uint32
 		index    int64
 		content  []byte // the raw JSON string, quotes included; nil when absent or null
+		at       contentSpan
 		finished bool
 	)
 	ok := w.objectOrNullOf(&choiceKeys, func(k int) bool {
@@ -94,7 +129,13 @@ func (w *walker) chatChoice(d *Delta) bool {
 			return w.objectOrNullOf(&deltaKeys, func(k int) bool {
 				switch k {
 				case deltaContent:
-					return w.stringOrNull(&content)
+					if !w.stringOrNull(&content) {
+						return false
+					}
+					if content != nil {
+						at = contentSpan{from: w.i - len(content) + 1, to: w.i - 1, set: true}
+					}
+					return true
 				case deltaToolCalls:
 					w.ws()
 					return w.literal("null") || w.literal("[]")
@@ -119,19 +160,27 @@ func (w *walker) chatChoice(d *Delta) bool {
 	}
 	d.First, d.Finished = true, finished
 	if content != nil {
-		inner := content[1 : len(content)-1]
-		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-			d.Content = inner
-		} else {
-			// Escapes, or invalid UTF-8 that encoding/json turns into U+FFFD.
-			var s string
-			if json.Unmarshal(content, &s) != nil {
-				return false
-			}
-			d.Content = []byte(s)
+		if d.Content, ok = chatContent(content); !ok {
+			return false
 		}
+		w.tok = at
 	}
 	return true
+}
+
+// chatContent decodes a content string (quotes included) as encoding/json
+// does, aliasing it when it holds no escapes.
+func chatContent(content []byte) ([]byte, bool) {
+	inner := content[1 : len(content)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return inner, true
+	}
+	// Escapes, or invalid UTF-8 that encoding/json turns into U+FFFD.
+	var s string
+	if json.Unmarshal(content, &s) != nil {
+		return nil, false
+	}
+	return []byte(s), true
 }
 
 // stringOrNull reads a string (its raw bytes, quotes included, into *raw) or

@@ -11,8 +11,10 @@ import (
 // error, a relevant key spelled with escapes, other case or non-ASCII bytes,
 // a relevant key seen twice, a relevant value of an unexpected type, numbers
 // that are not plain int64 integers, nesting deeper than maxDepth), and the
-// caller then decodes with encoding/json.
-func fastClassify(data []byte) (c Chunk, ok bool) {
+// caller then decodes with encoding/json. tok is the content span of the
+// last token-position string it read (the answer depends on that string
+// only through whether it is empty), for Timeline's frame.
+func fastClassify(data []byte) (c Chunk, tok contentSpan, ok bool) {
 	w := walker{b: data}
 	var (
 		usage, msgUsage usageVal
@@ -49,11 +51,11 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 		return w.skipValue()
 	}, &seen)
 	if !ok {
-		return Chunk{}, false
+		return Chunk{}, contentSpan{}, false
 	}
 	w.ws()
 	if w.i != len(w.b) {
-		return Chunk{}, false // trailing data
+		return Chunk{}, contentSpan{}, false // trailing data
 	}
 	u := usage
 	if !u.set {
@@ -66,7 +68,7 @@ func fastClassify(data []byte) (c Chunk, ok bool) {
 		c.HasUsage = true
 		c.Usage = u.usage()
 	}
-	return c, true
+	return c, w.tok, true
 }
 
 // Relevant keys, as indexes into keyNames.
@@ -143,6 +145,14 @@ type walker struct {
 	b     []byte
 	i     int
 	depth int
+	tok   contentSpan // the last string nonEmpty read
+}
+
+// contentSpan is where a string value's content (between its quotes) lies
+// in the walked data; set is false when there is none.
+type contentSpan struct {
+	from, to int
+	set      bool
 }
 
 type usageVal struct {
@@ -261,6 +271,9 @@ func (w *walker) nonEmpty(tokens *bool) bool {
 	v := w.b[start:w.i]
 	if len(v) > 2 && (v[0] == '"' || v[0] == '[') {
 		*tokens = true
+	}
+	if v[0] == '"' {
+		w.tok = contentSpan{from: start + 1, to: w.i - 1, set: true}
 	}
 	return true
 }

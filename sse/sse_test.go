@@ -160,7 +160,7 @@ func TestFastClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := fastClassify([]byte(tt.data))
+			got, _, ok := fastClassify([]byte(tt.data))
 			if ok != tt.fast {
 				t.Fatalf("fastClassify answered %v, want %v", ok, tt.fast)
 			}
@@ -197,7 +197,7 @@ func FuzzClassify(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := fastClassify(data)
+		got, _, ok := fastClassify(data)
 		if !ok {
 			return
 		}

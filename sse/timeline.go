@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"math"
 	"time"
 )
@@ -24,12 +25,18 @@ type Timeline struct {
 	HasUsage    bool      // some event carried a usage object
 	Usage       Usage     // the last usage seen (fields merged: non-zero values win, a reported cached count wins)
 	Done        bool      // "[DONE]" was seen
+
+	// frame is the latest event the fast classifier walked, whose answer
+	// framed holds; framedEmpty says whether its token string was empty.
+	frame       frame
+	framed      Chunk
+	framedEmpty bool
 }
 
 // Observe adds one event to the timeline and returns its classification.
 func (t *Timeline) Observe(ev *Event) Chunk {
 	t.Events++
-	c := Classify(ev.Data)
+	c := t.classify(ev.Data)
 	if c.Done {
 		t.Done = true
 	}
@@ -45,6 +52,24 @@ func (t *Timeline) Observe(ev *Event) Chunk {
 		}
 		t.TokenEvents++
 		t.LastToken = ev.Time
+	}
+	return c
+}
+
+// classify is Classify, answered from the frame for an event that repeats
+// the latest walked one but for its token string's text, when that string
+// is as empty as it was (the only thing the answer took from it).
+// Classify is a function of the data alone, so the frame stays valid
+// whatever events come between.
+func (t *Timeline) classify(data []byte) Chunk {
+	data = bytes.TrimSpace(data)
+	if inner, ok := t.frame.match(data); ok && (len(inner) == 0) == t.framedEmpty {
+		return t.framed
+	}
+	c, tok := classifyTrimmed(data)
+	if tok.set {
+		t.frame.remember(data, tok.from, tok.to)
+		t.framed, t.framedEmpty = c, tok.from == tok.to
 	}
 	return c
 }

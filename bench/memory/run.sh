@@ -7,10 +7,10 @@
 #   REPLAY_BIG=1000000 BIG=10000000 bench/memory/run.sh  # stats/report at 10M, replay at 1M
 #   GEN=accesslog bench/memory/run.sh                    # import through reel record --access-log (no TTFT)
 #   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
+#   REPS=5 bench/memory/run.sh                           # alternating reel stats / DuckDB runs for the comparison's medians (default 3)
 #   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
 #   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
 #   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
-#   REPEAT=3 ONLY=stats bench/memory/run.sh              # stats and report (and DuckDB) 3 times each, medians
 #
 # Traffic (bench/memory/main.go): small streaming chat requests, Poisson at
 # RATE exchanges/s, log-normal TTFT and token gaps, a burst of 4× longer
@@ -24,8 +24,8 @@
 # Prints, per command and length, max RSS, wall and CPU seconds, the
 # big ÷ small RSS ratio (the target: ≤ 1.2), and the DuckDB comparison: p50
 # and p99 of E2E and TTFT from `reel stats --json` against DuckDB's
-# quantile_cont over the same Parquet, and both times (with REPEAT=k:
-# medians of k runs in a row of each of stats, report and DuckDB).
+# quantile_cont over the same Parquet, and both times (medians of REPS
+# alternating runs; DuckDB at its default threads and at one thread).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SMALL=${SMALL:-100000}
@@ -35,9 +35,9 @@ RATE=${RATE:-5000}
 SPEED=${SPEED:-2}
 GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
+REPS=${REPS:-3}
 REPLAY=${REPLAY:-sse}
 ONLY=${ONLY:-replay stats report}
-REPEAT=${REPEAT:-1}
 ADDR=${ADDR:-127.0.0.1:18095}
 out=${OUT:-$(mktemp -d)}
 data=${DATA:-$out}
@@ -53,28 +53,14 @@ server_flags=()
 "$out/memory-bench" server -addr "$ADDR" "${server_flags[@]}" & srv=$!
 echo "# machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3); $GEN traffic at $RATE/s, replayed at ×$SPEED against a $REPLAY server"
 
-# measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"; with
-# REPEAT=k, k runs (a line each, to stderr) and the line of medians
+# measure NAME N CMD...: one line "NAME N rss_MB wall_s cpu_s"
 measure() {
-  local name=$1 n=$2 runs=1
+  local name=$1 n=$2
   shift 2
-  case $name in stats|report) runs=$REPEAT ;; esac
-  : > "$out/runs"
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -f "%M %e %U %S" -o "$out/time" "$@" > "$out/$name-$n.out" 2> "$out/$name-$n.err" || {
-      echo "$name at $n failed:" >&2; tail -5 "$out/$name-$n.err" >&2; return 1; }
-    read -r kb wall user sys < "$out/time"
-    echo "$(echo "$kb/1024" | bc -l) $wall $(echo "$user+$sys" | bc -l)" >> "$out/runs"
-    [ "$runs" -gt 1 ] && printf '  run: %-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" $(tail -1 "$out/runs") >&2
-  done
-  printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" $(median_columns < "$out/runs") | tee -a "$out/table"
-}
-
-# median_columns: the median of each of three columns of numbers
-median_columns() {
-  python3 -c 'import sys, statistics
-rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
-print(*(statistics.median(c) for c in zip(*rows)))'
+  /usr/bin/time -f "%M %e %U %S" -o "$out/time" "$@" > "$out/$name-$n.out" 2> "$out/$name-$n.err" || {
+    echo "$name at $n failed:" >&2; tail -5 "$out/$name-$n.err" >&2; return 1; }
+  read -r kb wall user sys < "$out/time"
+  printf '%-7s %10d %8.1f %8.1f %8.1f\n' "$name" "$n" "$(echo "$kb/1024" | bc -l)" "$wall" "$(echo "$user+$sys" | bc -l)" | tee -a "$out/table"
 }
 
 generate() { # N → $data/data-N (a recording), unless it is there
@@ -120,22 +106,29 @@ for c in stats replay report; do
 done
 
 if [ "$DUCKDB" = 1 ] && want stats; then
-  echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges"
+  # The same run, alternating: `reel stats` and DuckDB (its default of one
+  # thread per core, and one thread: DuckDB's cheapest in CPU here) REPS
+  # times each over the same files; medians of CPU (user + system, every
+  # thread of the process) and wall.
+  echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges, medians of $REPS alternating runs"
   (cd examples/duckdb && CGO_ENABLED=1 go build -o "$out/duckdb-quantiles" ./quantiles)
-  : > "$out/duck-runs"
-  for _ in $(seq "$REPEAT"); do
-    /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$(recording "$BIG")" > "$out/duck.json"
-    cat "$out/duck-time" >> "$out/duck-runs"
-    [ "$REPEAT" -gt 1 ] && echo "  run: duckdb $(cat "$out/duck-time") (wall user sys)" >&2
+  : > "$out/duck-table"
+  for i in $(seq "$REPS"); do
+    measure vsduck "$BIG" "$out/reel" stats "$(recording "$BIG")" --json > /dev/null
+    for threads in 0 1; do
+      /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" -threads "$threads" "$(recording "$BIG")" > "$out/duck-$threads.json"
+      read -r dwall duser dsys < "$out/duck-time"
+      echo "$threads $dwall $(echo "$duser+$dsys" | bc -l) $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads"])' "$out/duck-$threads.json")" >> "$out/duck-table"
+    done
   done
-  median_columns < "$out/duck-runs" > "$out/duck-time"
-  python3 - "$out/stats-$BIG.out" "$out/duck.json" "$out/table" "$out/duck-time" "$BIG" <<'EOF'
-import json, sys
+  echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 - "$out/vsduck-$BIG.out" "$out/duck-0.json" "$out/table" "$out/duck-table" "$BIG" <<'EOF'
+import json, statistics, sys
 reel = json.load(open(sys.argv[1]))["summary"]
 duck = json.load(open(sys.argv[2]))
 rows = [l.split() for l in open(sys.argv[3])]
-stats = [r for r in rows if r[0] == "stats" and r[1] == sys.argv[5]][0]
-dwall, duser, dsys = map(float, open(sys.argv[4]).read().split())
+runs = [r for r in rows if r[0] == "vsduck" and r[1] == sys.argv[5]]
+ducks = [l.split() for l in open(sys.argv[4])]
 print(f"{'quantile':10} {'reel':>14} {'duckdb':>14} {'diff':>8}  reel rel_err bound")
 ok = True
 for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
@@ -147,9 +140,13 @@ for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
         ok &= abs(diff) <= bound + 0.002  # + what nearest rank vs interpolation can differ by
         print(f"{m + '.' + p:10} {r:14d} {d:14.0f} {100 * diff:+7.2f}%  {100 * bound:g} %")
 print(f"rows: reel {reel['requests']}, duckdb {duck['rows']}; values within the bound: {ok}")
-rwall, rcpu = float(stats[3]), float(stats[4])
-print(f"time: reel stats {rwall:.1f} s wall / {rcpu:.1f} s CPU (every §7 statistic), "
-      f"duckdb {dwall:.1f} s wall / {duser + dsys:.1f} s CPU (query {duck['query_seconds']:.1f} s, 4 quantiles); "
-      f"reel ÷ duckdb: {rwall / dwall:.1f}× wall, {rcpu / (duser + dsys):.1f}× CPU")
+med = statistics.median
+rwall, rcpu = med(float(r[3]) for r in runs), med(float(r[4]) for r in runs)
+print(f"reel stats (every §7 statistic): {rwall:.1f} s wall, {rcpu:.1f} s CPU; CPU runs: {', '.join(r[4] for r in runs)}")
+for t in ("0", "1"):
+    ds = [d for d in ducks if d[0] == t]
+    dwall, dcpu = med(float(d[1]) for d in ds), med(float(d[2]) for d in ds)
+    print(f"duckdb, {ds[0][3]} thread(s) (4 quantiles of 2 columns): {dwall:.1f} s wall, {dcpu:.1f} s CPU; CPU runs: {', '.join(d[2] for d in ds)}; "
+          f"reel ÷ duckdb: {rwall / dwall:.2f}× wall, {rcpu / dcpu:.2f}× CPU")
 EOF
 fi
