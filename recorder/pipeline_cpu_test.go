@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,9 +37,10 @@ func (b *busyStages) Write(*formats.Exchange) error { b.enter(); b.n.Add(1); b.l
 
 func (b *busyStages) Close(context.Context) error { return nil }
 
-// TestPipelineLeavesAPForForwarding checks that the workers and the writer
-// together never occupy more than GOMAXPROCS-1 Ps (at least one), so that a
-// proxy in the same process always has a P to forward on.
+// TestPipelineLeavesAPForForwarding checks that the workers, the writer and
+// the proxy's SubmitLater goroutines together never occupy more than
+// GOMAXPROCS-1 Ps (at least one), so that a proxy in the same process
+// always has a P to forward on.
 func TestPipelineLeavesAPForForwarding(t *testing.T) {
 	for _, procs := range []int{1, 2, 3} {
 		t.Run("gomaxprocs="+strconv.Itoa(procs), func(t *testing.T) {
@@ -47,7 +49,10 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 			p := newPipeline(b, b, PipelineOptions{Workers: 4, Queue: 4096}, nil)
 			const n = 400
 			for i := range n {
-				if !p.Submit(&formats.Exchange{Seq: int64(i)}) {
+				x := &formats.Exchange{Seq: int64(i)}
+				if i%2 == 1 { // half as the proxy hands them over
+					p.SubmitLater(func() *formats.Exchange { return x })
+				} else if !p.Submit(x) {
 					t.Fatalf("exchange %d dropped", i)
 				}
 			}
@@ -65,6 +70,54 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 			if procs == 3 && b.peak.Load() < 2 {
 				t.Logf("stages never overlapped (peak %d): the bound was not exercised", b.peak.Load())
 			}
+		})
+	}
+}
+
+// BenchmarkPipelinePaced is the pipeline's own cost per exchange at a live
+// sidecar's pace: one exchange every interval, so every stage that waits
+// for the next exchange parks and is woken for it, as in `reel record`
+// (the back-to-back benchmarks never let a stage park). Redaction and the
+// sink do nothing, so what is measured is the hand-over: goroutine
+// starts, channel wake-ups, idle Ps spinning up. cpu-ns/op is the whole
+// process's user+system CPU per exchange, the pacing loop's own timer
+// wake-ups included (the same in every sub-benchmark: compare them with
+// each other, in one run). Submit is the queued path (passive capture);
+// SubmitLater the proxy's; pace-only writes to the sink on the pacing
+// goroutine, the floor the other two are compared with.
+// Measured: docs/performance.md, "Proxy sidecar", round 4.
+func BenchmarkPipelinePaced(b *testing.B) {
+	const interval = time.Millisecond
+	for _, mode := range []string{"pace-only", "Submit", "SubmitLater"} {
+		b.Run(mode, func(b *testing.B) {
+			sink := &countSink{}
+			p := newPipeline(sink, nil, PipelineOptions{}, nil)
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			start := time.Now()
+			i := 0
+			for b.Loop() {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+				i++
+				x := &formats.Exchange{Seq: int64(i)}
+				switch mode {
+				case "pace-only": // the floor: the sink written on the pacing goroutine
+					sink.Write(x)
+				case "Submit":
+					p.Submit(x)
+				default:
+					p.SubmitLater(func() *formats.Exchange { return x })
+				}
+			}
+			if err := p.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			if got := sink.n; got != b.N {
+				b.Fatalf("wrote %d of %d", got, b.N)
+			}
+			cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
