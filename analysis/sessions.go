@@ -218,6 +218,12 @@ func (l *Linker) Link(ord int64, tag string, x *formats.Exchange) Link {
 func endOf(x *formats.Exchange) int64 { return x.TsUnixNs + max(x.DurationNs, 0) }
 
 func (l *Linker) linkInferred(ord int64, tag string, x *formats.Exchange) Link {
+	if x.TurnKey == 0 && x.ParentTurnKey == 0 {
+		// Continues nothing and nothing can continue it: a session of its
+		// own, and nothing to remember. Eviction waits for the next turn
+		// with a key, which looks up and remembers against the same now.
+		return Link{Session: uint64(ord) + 1, Tag: tag, FirstStart: x.TsUnixNs, FirstEnd: endOf(x)}
+	}
 	l.evict()
 	var lk Link
 	var parent *turnNode
