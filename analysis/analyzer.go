@@ -104,13 +104,17 @@ type Analyzer struct {
 	opt    Options
 	budget exactBudget
 
-	tot      counts
-	lat      [numCols]dist
-	perFrame [numCols]bool    // the columns frames keep: the frame table's and the SLO's
-	hist     [numCols][]int64 // column → fixed-bin counts (histEdges) for the charted metrics, nil for the others
-	prompt   dist             // known prompt lengths (tokens)
-	body     dist             // request body bytes, where known
-	starts   arrivals
+	tot counts
+	lat [numCols]dist // read through latOf
+	// schedApart: some request's E2E from schedule differed from its E2E.
+	// Until one does (a recording's never do) the E2E-from-schedule
+	// distributions are not kept: they are the E2E ones (latOf).
+	schedApart bool
+	perFrame   [numCols]bool    // the columns frames keep: the frame table's and the SLO's
+	hist       [numCols][]int64 // column → fixed-bin counts (histEdges) for the charted metrics, nil for the others
+	prompt     dist             // known prompt lengths (tokens)
+	body       dist             // request body bytes, where known
+	starts     arrivals
 
 	frames    []*frameAcc     // frame index → accumulator
 	frameIdx  map[int64]int32 // start → frame index
@@ -321,12 +325,15 @@ func (a *Analyzer) add(o observation) {
 	ok := isOK(o.class)
 	meets := ok && a.meets(&o)
 	a.tot.add(&o, ok, meets)
+	if !a.schedApart && o.lat[colE2ESched] != o.lat[colE2E] {
+		a.splitSched()
+	}
 	fr := a.frames[a.frameOf(o.orig)]
 	fr.c.add(&o, ok, meets)
 	var lat [numCols]sample // each value's sketch bin found once, for the run, the frame and the groups
 	for c, v := range o.lat {
 		lat[c].v = v
-		if v == missing {
+		if v == missing || (c == colE2ESched && !a.schedApart) {
 			continue
 		}
 		x := &lat[c]
@@ -358,6 +365,28 @@ func (a *Analyzer) add(o observation) {
 	a.addTiming(&o, ok)
 	if len(o.prefix) > 0 {
 		a.prefix.add(o.prefix)
+	}
+}
+
+// latOf returns column c of lat (the run's or a frame's distributions).
+func (a *Analyzer) latOf(lat *[numCols]dist, c int) *dist {
+	if c == colE2ESched && !a.schedApart {
+		return &lat[colE2E]
+	}
+	return &lat[c]
+}
+
+// splitSched starts keeping E2E from schedule apart from E2E: the run's
+// and every frame's begin as copies of their E2E distributions.
+func (a *Analyzer) splitSched() {
+	a.schedApart = true
+	b := &a.budget
+	a.lat[colE2ESched].copyFrom(b, &a.lat[colE2E])
+	for _, f := range a.frames {
+		f.lat[colE2ESched].copyFrom(b, &f.lat[colE2E])
+	}
+	if b.limit > 0 && b.held > max(b.limit, b.next) {
+		b.shed()
 	}
 }
 

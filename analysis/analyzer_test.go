@@ -2,12 +2,14 @@ package analysis
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reelkit/reel/analysis/analysistest"
 	"github.com/reelkit/reel/formats"
 )
 
@@ -513,4 +515,45 @@ func histogramOf(vals []int64) Histogram {
 		counts[histBin(v)]++
 	}
 	return trimHist(counts)
+}
+
+// A recording's E2E from schedule is its E2E, so the analyzer keeps one
+// distribution for both until a request's differ; from then on they are
+// apart, E2E from schedule starting as a copy. The run's and every frame's
+// E2E-from-schedule quantiles must be those of the values, whether the
+// split comes first, halfway or never, exact or sketched.
+func TestE2ESchedApartFromE2E(t *testing.T) {
+	base := analysistest.Run(1, 3000, 1)
+	for _, splitAt := range []int{0, 1500, len(base)} {
+		for _, exact := range []int{0, -1} {
+			t.Run(fmt.Sprintf("split at %d, ExactValues %d", splitAt, exact), func(t *testing.T) {
+				a := New(Options{ExactValues: exact})
+				ref := New(Options{ExactValues: exact}) // E2E set to each row's E2E from schedule
+				for i, r := range base {
+					x := *r
+					if i < splitAt {
+						x.E2ESchedNs = x.E2ENs
+					} else {
+						x.E2ESchedNs = x.E2ENs + int64(i%7)*int64(time.Millisecond)
+					}
+					a.AddResult(&x)
+					y := x
+					y.E2ENs = x.E2ESchedNs
+					ref.AddResult(&y)
+				}
+				got, want := a.Summary(), ref.Summary()
+				if got.E2ESched != want.E2E {
+					t.Fatalf("run: e2e_sched %+v, want %+v", got.E2ESched, want.E2E)
+				}
+				if splitAt == len(base) && got.E2ESched != got.E2E {
+					t.Fatalf("never apart: e2e_sched %+v differs from e2e %+v", got.E2ESched, got.E2E)
+				}
+				for i := range got.Frames {
+					if g, w := got.Frames[i].E2ESched, want.Frames[i].E2E; g != w {
+						t.Fatalf("frame %s: e2e_sched %+v, want %+v", got.Frames[i].Start, g, w)
+					}
+				}
+			})
+		}
+	}
 }

@@ -48,6 +48,34 @@ func BenchmarkAnalyze1M(b *testing.B) {
 	b.ReportMetric(heapPerRow, "heap-B/row")
 }
 
+// BenchmarkAnalyzeRecording1M adds a million recorded exchanges (the
+// weekly-incident traffic's requests, streams with TTFT and event gaps,
+// starting every 200 µs: 5,000/s, 200 s) and computes the stats, sessions
+// inferred: what `reel stats` does per row, without reading.
+//
+//	go test ./analysis -run XXX -bench AnalyzeRecording1M -benchtime 1x -count 3 -cpu 1
+func BenchmarkAnalyzeRecording1M(b *testing.B) {
+	const rows = 1_000_000
+	pool := analysistest.WeeklyIncident(1)
+	t0 := pool[0].TsUnixNs
+	b.ReportAllocs()
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		a := New(Options{Sessions: SessionsInferred})
+		var x formats.Exchange
+		for i := range rows {
+			x = *pool[i%len(pool)]
+			x.TsUnixNs = t0 + int64(i)*int64(200*time.Microsecond)
+			a.AddExchange(&x)
+		}
+		if st := a.Stats(); st.Summary.Requests != rows || st.Sessions == nil {
+			b.Fatalf("requests %d", st.Summary.Requests)
+		}
+	}
+	cpu := cputime.Process() - cpu0
+	b.ReportMetric(float64(rows)*float64(b.N)/cpu.Seconds(), "rows/cpu-s")
+}
+
 // BenchmarkSummarize measures exact quantiles alone: sorting one metric
 // column of a million values.
 func BenchmarkSummarize(b *testing.B) {

@@ -24,7 +24,7 @@ type sortedSample struct {
 // (once the run's distribution is sketched) the sketch's bins as counts of
 // distinct values, so intervals for long runs never need every value.
 func colSample(a *Analyzer, col int) sortedSample {
-	d := &a.lat[col]
+	d := a.latOf(&a.lat, col)
 	s := sortedSample{n: d.n, unit: 1}
 	s.mean, s.variance = d.meanVar()
 	if d.exact() {

@@ -121,6 +121,26 @@ func (b *exactBudget) shed() {
 	b.next = max(b.limit, b.held+b.limit/2)
 }
 
+// copyFrom makes d (empty, in b) a copy of src (in b), its values or bins
+// counted against b; the caller sheds when b is over its limit.
+func (d *dist) copyFrom(b *exactBudget, src *dist) {
+	*d = *src
+	d.tracked = false
+	if src.sk != nil {
+		sk := sketch{pos: src.sk.pos, neg: src.sk.neg, zero: src.sk.zero}
+		sk.pos.counts, sk.neg.counts = slices.Clone(src.sk.pos.counts), slices.Clone(src.sk.neg.counts)
+		d.sk = &sk
+		b.held += int64(sk.cells())
+		return
+	}
+	d.vals = slices.Clone(src.vals)
+	if len(d.vals) > 0 {
+		d.tracked = true
+		b.dists = append(b.dists, d)
+		b.held += int64(len(d.vals))
+	}
+}
+
 func (d *dist) toSketch() {
 	d.sk = &sketch{}
 	for _, v := range d.vals {

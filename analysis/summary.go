@@ -193,7 +193,7 @@ func (a *Analyzer) Summary() *Summary {
 	for c, name := range charted {
 		s.Histograms[name] = trimHist(a.hist[c])
 	}
-	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.lat[colE2ESched].quantiles(), a.lat[colTTFB].quantiles()
+	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.latOf(&a.lat, colE2ESched).quantiles(), a.lat[colTTFB].quantiles()
 	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
 	itl := a.itl()
 	s.ITL, s.ITLToken = itl.quantiles(), a.itlToken().quantiles()
@@ -369,7 +369,7 @@ func (a *Analyzer) frame1(acc *frameAcc, long int32) Frame {
 		}
 	}
 	fr.E2E = acc.lat[colE2E].quantiles()
-	fr.E2ESched = acc.lat[colE2ESched].quantiles()
+	fr.E2ESched = a.latOf(&acc.lat, colE2ESched).quantiles()
 	fr.TTFT = acc.lat[colTTFT].quantiles()
 	fr.TPOT = acc.lat[colTPOT].quantiles()
 	fr.Lag = acc.lat[colLag].quantiles()
@@ -379,7 +379,7 @@ func (a *Analyzer) frame1(acc *frameAcc, long int32) Frame {
 			fr.Misses = append(fr.Misses, "no successful request")
 		}
 		for _, m := range a.opt.SLO.metrics() {
-			d := &acc.lat[colOf[m]]
+			d := a.latOf(&acc.lat, colOf[m])
 			if d.n == 0 {
 				continue
 			}
