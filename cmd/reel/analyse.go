@@ -115,9 +115,6 @@ type analysisCommand struct {
 	jsonHelp string // --json's help text
 	// flags registers the subcommand's own flags, if any.
 	flags func(fs *pflag.FlagSet)
-	// options, if set, completes the analysis options from those flags
-	// once they are parsed.
-	options func(o *analysis.Options)
 }
 
 // analysisRun is a parsed analysisCommand, its datasets analysed.
@@ -153,9 +150,6 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	opt, ro, err := af.options(stderr)
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}
-	}
-	if c.options != nil {
-		c.options(&opt)
 	}
 	runs, err := replayer.ListRuns(fs.Args())
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -49,13 +50,22 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		flags: func(fs *pflag.FlagSet) {
 			registerSessions(fs, &sessions, "group requests into sessions: off, recorded (the session column) or infer (turns that carry an earlier answer)")
 		},
-		options: func(o *analysis.Options) { o.Sessions = sessions.mode }, // counted in the pass that reads the metrics
 	}
 	r, err := statsCommand.run(ctx, args, stdout, stderr)
 	if r == nil || err != nil {
 		return err
 	}
 	st := r.a.Stats()
+	if sessions.mode != analysis.SessionsOff {
+		// A second pass over the linker's columns alone: cheaper in CPU in
+		// the metrics' pass (Options.Sessions), but with a higher peak
+		// memory on long recordings (docs/performance.md, #22).
+		if kind, err := analysis.DatasetKind(r.paths); err == nil && kind == analysis.KindExchange {
+			if st.Sessions, err = analysis.SessionStatsOf(ctx, r.paths, r.ro, sessions.mode, analysis.LinkerOptions{}); err != nil {
+				return fmt.Errorf("sessions: %w", err)
+			}
+		}
+	}
 	attachSignals(ctx, r.paths, st.Summary, r.series, r.ro, stderr)
 	return r.emit(stdout, "stats", st, st.WriteText, func(w io.Writer, title string) error {
 		return htmlreport.WriteStats(w, title, st)
