@@ -50,7 +50,11 @@ func kindOf(contentType string, body []byte) (bodyKind, error) {
 		return kindEmpty, nil
 	}
 	mt, params := "", map[string]string(nil)
-	if contentType != "" {
+	if contentType != "" && strings.IndexByte(contentType, ';') < 0 {
+		// No parameters: what ParseMediaType (or the fallback below) gives,
+		// without its map.
+		mt = strings.ToLower(strings.TrimSpace(contentType))
+	} else if contentType != "" {
 		if t, p, err := mime.ParseMediaType(contentType); err == nil {
 			mt, params = t, p
 		} else {

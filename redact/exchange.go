@@ -29,7 +29,7 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
-	LinkTurns(x, r.key) // from the raw bodies, before they are redacted
+	linkTurns(x, r.mac, r.putMAC) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client = r.redactClient(x.Client)

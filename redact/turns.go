@@ -55,6 +55,12 @@ const domainTurns = "reel/turn-links/1"
 // conversation (or, for TurnKey, when its answer was not seen whole). It
 // must run before the bodies are redacted; RedactExchange calls it.
 func LinkTurns(x *formats.Exchange, key []byte) {
+	linkTurns(x, func() hash.Hash { return hmac.New(sha256.New, key) }, nil)
+}
+
+// linkTurns is LinkTurns with the keyed MAC from newMAC, handed back to
+// done (when not nil) after use: RedactExchange lends its pooled one.
+func linkTurns(x *formats.Exchange, newMAC func() hash.Hash, done func(hash.Hash)) {
 	x.TurnKey, x.ParentTurnKey = 0, 0
 	if x.ReqBodyTrunc || !bytes.Contains(x.ReqBody, []byte(`"messages"`)) || encoded(x.ReqHeaders) {
 		return
@@ -72,10 +78,13 @@ func LinkTurns(x *formats.Exchange, key []byte) {
 	for i := range req.Messages {
 		msgs = append(msgs, req.Messages[i].canon())
 	}
-	mac := hmac.New(sha256.New, key)
+	mac := newMAC()
+	if done != nil {
+		defer done(mac)
+	}
 	mac.Write([]byte(domainTurns))
-	var buf []byte
 	var sum [sha256.Size]byte
+	buf := make([]byte, 0, 512)
 	for i := range msgs {
 		buf = msgs[i].appendTo(buf[:0])
 		mac.Write(buf)
@@ -293,7 +302,9 @@ func answerOf(x *formats.Exchange) (canonMessage, bool) {
 // (OpenAI's [DONE] or a finish_reason, Anthropic's message_stop) has no
 // answer to continue from.
 func streamAnswer(body []byte) (canonMessage, bool) {
-	var a streamAnswerBuilder
+	// The answer's text is a small part of the stream's framing: start
+	// with room for an eighth of it instead of growing from nothing.
+	a := streamAnswerBuilder{text: make([]byte, 0, min(len(body)/8, 64<<10))}
 	emit := func(ev *sse.Event) { a.event(ev.Data) }
 	sc := sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})
 	sc.Feed(body, time.Time{}, emit)

@@ -10,6 +10,9 @@ import (
 // event count keeps counting).
 const MaxGaps = 1 << 16
 
+// firstGaps is the room the first gap makes for more.
+const firstGaps = 64
+
 // Timeline accumulates the timing of one streamed response, event by event.
 // The zero value is ready to use; it is not safe for concurrent use.
 //
@@ -48,6 +51,9 @@ func (t *Timeline) Observe(ev *Event) Chunk {
 		if t.TokenEvents == 0 {
 			t.FirstToken = ev.Time
 		} else if len(t.GapsUs) < MaxGaps {
+			if t.GapsUs == nil {
+				t.GapsUs = make([]int32, 0, firstGaps) // one buffer for a typical answer
+			}
 			t.GapsUs = append(t.GapsUs, clampUs(ev.Time.Sub(t.LastToken)))
 		}
 		t.TokenEvents++

@@ -24,7 +24,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -39,12 +38,14 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/internal/barehop"
 )
 
 func main() {
 	mode := flag.String("mode", "bench", "bench; upstream, bareproxy or load (-addr) run one part alone")
 	addr := flag.String("addr", "127.0.0.1:18400", "upstream address (its port is the captured port)")
 	listen := flag.String("listen", "127.0.0.1:18401", "proxy address")
+	control := flag.String("control", "127.0.0.1:18402", "the upstream's control address (GET /answered: streams it answered to the end), off the captured port")
 	reel := flag.String("reel", "reel", "the reel binary to measure")
 	n := flag.Int("n", 4000, "streaming exchanges per phase")
 	rate := flag.Int("rate", 500, "requests per second, open loop")
@@ -56,7 +57,7 @@ func main() {
 	flag.Parse()
 	switch *mode {
 	case "upstream":
-		log.Fatal(serveUpstream(*addr, *events, *gap))
+		log.Fatal(serveUpstream(*addr, *control, *events, *gap))
 	case "bareproxy":
 		log.Fatal(serveBareProxy(*listen, *addr))
 	case "load":
@@ -69,7 +70,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	b := &bench{reel: *reel, addr: *addr, listen: *listen, n: *n, rate: *rate, self: os.Args[0]}
+	b := &bench{reel: *reel, addr: *addr, listen: *listen, control: *control, n: *n, rate: *rate, self: os.Args[0]}
 	if *previous != "" {
 		for i, bin := range strings.Split(*previous, ",") {
 			name := filepath.Base(bin)
@@ -89,8 +90,19 @@ func main() {
 }
 
 // serveUpstream answers every POST with an OpenAI-style event stream of
-// events token chunks, gap apart, each flushed, then usage and [DONE].
-func serveUpstream(addr string, events int, gap time.Duration) error {
+// events token chunks, gap apart, each flushed, then usage and [DONE]. On
+// control it says how many streams it answered to the end, so a phase's
+// rows can be checked against what the server actually served (a load
+// generator's count says what it sent, not what the wire carried).
+func serveUpstream(addr, control string, events int, gap time.Duration) error {
+	var answered atomic.Int64
+	cl, err := net.Listen("tcp", control)
+	if err != nil {
+		return fmt.Errorf("control listener: %w", err)
+	}
+	go http.Serve(cl, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, answered.Load())
+	}))
 	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":" token"}}]}` + "\n\n"
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -103,23 +115,20 @@ func serveUpstream(addr string, events int, gap time.Duration) error {
 			time.Sleep(gap)
 		}
 		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", events)
+		answered.Add(1)
 	})
 	return http.ListenAndServe(addr, h)
 }
 
-// serveBareProxy is the peer of the sidecar: a reverse proxy that flushes
-// every write and records nothing.
+// serveBareProxy serves the peer of the sidecar, barehop's stock reverse
+// proxy that flushes every write and records nothing.
 func serveBareProxy(listen, upstream string) error {
-	u := &url.URL{Scheme: "http", Host: upstream}
-	p := httputil.NewSingleHostReverseProxy(u)
-	p.FlushInterval = -1
-	p.Transport = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
-	return http.ListenAndServe(listen, p)
+	return http.ListenAndServe(listen, barehop.New(&url.URL{Scheme: "http", Host: upstream}))
 }
 
 type bench struct {
-	reel, addr, listen, self string
-	n, rate                  int
+	reel, addr, listen, control, self string
+	n, rate                           int
 }
 
 // recorder is one way of recording the traffic.
@@ -128,7 +137,7 @@ type recorder struct {
 	inPath  bool // requests go through it (proxies) rather than past it (captures)
 	command func(b *bench, out string) *exec.Cmd
 	stop    os.Signal
-	rows    func(out string) (int, error) // exchanges it wrote, if it writes a dataset
+	rows    func(out string) (rows, incomplete int, err error) // exchanges it wrote (and how many are flagged incomplete), if it writes a dataset
 }
 
 var recorders = []recorder{
@@ -148,9 +157,11 @@ var recorders = []recorder{
 
 // sample is one phase's measurement.
 type sample struct {
-	user, sys time.Duration
-	rows      int
-	errors    int
+	user, sys  time.Duration
+	rows       int // exchanges the recorder wrote
+	incomplete int // of which flagged incomplete
+	answered   int // streams the upstream answered to the end during the phase
+	errors     int // requests that failed or whose answer was cut, at the load generator
 	// reads and writes are the read and write system calls the process
 	// made (/proc/PID/io syscr and syscw, counted by the kernel: no tracer
 	// slowing the process down and changing how events coalesce); -1 where
@@ -159,13 +170,16 @@ type sample struct {
 }
 
 func (b *bench) run(ctx context.Context, reps int, only string) error {
-	up := exec.Command(b.self, "-mode", "upstream", "-addr", b.addr, "-events", flag.Lookup("events").Value.String(), "-gap", flag.Lookup("gap").Value.String())
+	up := exec.Command(b.self, "-mode", "upstream", "-addr", b.addr, "-control", b.control, "-events", flag.Lookup("events").Value.String(), "-gap", flag.Lookup("gap").Value.String())
 	up.Stderr = os.Stderr
 	if err := up.Start(); err != nil {
 		return fmt.Errorf("start upstream: %w", err)
 	}
 	defer func() { _ = up.Process.Kill(); _ = up.Wait() }()
 	if err := waitListening(b.addr, 5*time.Second); err != nil {
+		return err
+	}
+	if err := waitListening(b.control, 5*time.Second); err != nil {
 		return err
 	}
 	var chosen []recorder
@@ -197,27 +211,25 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 	}
 	floor := medianCPU(busy["tcpdump -w"], b.n, func(s sample) time.Duration { return s.user + s.sys })
 	bare := medianCPU(busy["bare ReverseProxy"], b.n, func(s sample) time.Duration { return s.user + s.sys })
-	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s %8s %8s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "reads", "writes", "rows")
+	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s %8s  %s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "reads", "writes", "rows (answered, incomplete, failed) per repetition")
 	for _, r := range chosen {
 		ss := busy[r.name]
 		total := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user + s.sys })
 		user := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user })
 		sys := medianCPU(ss, b.n, func(s sample) time.Duration { return s.sys })
 		idleCPU := medianCPU(idle[r.name], b.n, func(s sample) time.Duration { return s.user + s.sys })
-		rows := "—"
-		if r.rows != nil {
-			var rs []string
-			for _, s := range ss {
-				rs = append(rs, strconv.Itoa(s.rows))
-			}
-			rows = strings.Join(rs, "/")
+		var rs []string
+		for _, s := range ss {
+			rs = append(rs, s.rowCheck(r.rows != nil))
 		}
-		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s %8s %8s\n", r.name, total, user, sys, idleCPU,
+		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s %8s  %s\n", r.name, total, user, sys, idleCPU,
 			ratio(total, floor), ratio(total, bare),
-			perExchange(ss, b.n, func(s sample) int64 { return s.reads }), perExchange(ss, b.n, func(s sample) int64 { return s.writes }), rows)
+			perExchange(ss, b.n, func(s sample) int64 { return s.reads }), perExchange(ss, b.n, func(s sample) int64 { return s.writes }),
+			strings.Join(rs, " / "))
 	}
-	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges;")
-	fmt.Println(" reads, writes: median read and write system calls of the process ÷ exchanges, start-up included)")
+	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges)")
+	fmt.Println("(reads, writes: median read and write system calls of the process ÷ exchanges, start-up included)")
+	fmt.Println("(rows: exchanges written; answered: streams the upstream finished; a row count that differs from answered is marked ≠)")
 	verdict(busy, "reel record --iface", "tcpdump -w", "passive capture", 12)
 	verdict(busy, "reel record sidecar", "bare ReverseProxy", "sidecar", 1.10)
 	return nil
@@ -323,7 +335,16 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	}
 	var s sample
 	if busy {
+		before, err := b.answered()
+		if err != nil {
+			return sample{}, err
+		}
 		s.errors = b.load(ctx, target)
+		after, err := b.answered()
+		if err != nil {
+			return sample{}, err
+		}
+		s.answered = after - before
 	} else {
 		time.Sleep(time.Duration(b.n) * time.Second / time.Duration(b.rate))
 	}
@@ -336,18 +357,51 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	}
 	s.user, s.sys = cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
 	if busy && r.rows != nil {
-		if s.rows, err = r.rows(out); err != nil {
+		if s.rows, s.incomplete, err = r.rows(out); err != nil {
 			return sample{}, fmt.Errorf("count rows: %w (%s)", err, stderr.String())
 		}
 	}
 	if busy && s.errors > 0 {
-		log.Printf("%s: %d of %d requests failed", r.name, s.errors, b.n)
+		log.Printf("%s: %d of %d requests failed or were cut", r.name, s.errors, b.n)
+	}
+	if busy && r.rows != nil && s.rows != s.answered {
+		log.Printf("%s: %d rows for %d answered streams (%d flagged incomplete); recorder's log:\n%s", r.name, s.rows, s.answered, s.incomplete, stderr.String())
 	}
 	return s, nil
 }
 
+// rowCheck is a phase's row check for the table: rows against what the
+// upstream answered, or just the answered and failed counts for a
+// recorder that writes no dataset.
+func (s sample) rowCheck(hasRows bool) string {
+	if !hasRows {
+		return fmt.Sprintf("— (%d, -, %d)", s.answered, s.errors)
+	}
+	mark := ""
+	if s.rows != s.answered {
+		mark = "≠"
+	}
+	return fmt.Sprintf("%d%s (%d, %d, %d)", s.rows, mark, s.answered, s.incomplete, s.errors)
+}
+
+// answered asks the upstream how many streams it has answered to the end.
+func (b *bench) answered() (int, error) {
+	resp, err := http.Get("http://" + b.control + "/answered")
+	if err != nil {
+		return 0, fmt.Errorf("ask the upstream: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("ask the upstream: %w", err)
+	}
+	return strconv.Atoi(string(body))
+}
+
 // load sends b.n streaming requests at b.rate on an absolute schedule and
-// reads every response to its end; it returns how many failed.
+// reads every response to its end; it returns how many failed or were cut
+// (an error reading the body counts: a proxy that aborts a stream must not
+// look cheaper for it).
 func (b *bench) load(ctx context.Context, target string) int {
 	body := []byte(`{"model":"m","stream":true,"max_tokens":32,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"` +
 		strings.Repeat("Tell me about the weather in the mountains in winter. ", 12) + `"}]}`)
@@ -374,9 +428,9 @@ func (b *bench) load(ctx context.Context, target string) int {
 				failed.Add(1)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
+			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
+			if err != nil || resp.StatusCode != http.StatusOK {
 				failed.Add(1)
 			}
 		})
@@ -385,20 +439,27 @@ func (b *bench) load(ctx context.Context, target string) int {
 	return int(failed.Load())
 }
 
-func datasetRows(out string) (int, error) {
-	files, err := formats.ListFiles([]string{out})
+// datasetRows counts the exchanges in a dataset and those flagged
+// incomplete, reading only the complete column.
+func datasetRows(out string) (rows, incomplete int, err error) {
+	r, err := formats.OpenReader[formats.Exchange](context.Background(), []string{out}, formats.ReaderOptions{Columns: []string{"complete"}})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	rows := 0
-	for _, f := range files {
-		fi, err := formats.StatFile(f)
-		if err != nil {
-			return 0, err
+	defer r.Close()
+	for {
+		x, err := r.Next()
+		if err == io.EOF {
+			return rows, incomplete, nil
 		}
-		rows += int(fi.Rows)
+		if err != nil {
+			return rows, incomplete, err
+		}
+		rows++
+		if !x.Complete {
+			incomplete++
+		}
 	}
-	return rows, nil
 }
 
 func medianCPU(ss []sample, n int, f func(sample) time.Duration) float64 {

@@ -7,6 +7,7 @@
 #   REPLAY_BIG=1000000 BIG=10000000 bench/memory/run.sh  # stats/report at 10M, replay at 1M
 #   GEN=accesslog bench/memory/run.sh                    # import through reel record --access-log (no TTFT)
 #   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
+#   REPS=5 bench/memory/run.sh                           # alternating reel stats / DuckDB runs for the comparison's medians (default 3)
 #   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
 #   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
 #   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
@@ -23,7 +24,8 @@
 # Prints, per command and length, max RSS, wall and CPU seconds, the
 # big ÷ small RSS ratio (the target: ≤ 1.2), and the DuckDB comparison: p50
 # and p99 of E2E and TTFT from `reel stats --json` against DuckDB's
-# quantile_cont over the same Parquet, and both times.
+# quantile_cont over the same Parquet, and both times (medians of REPS
+# alternating runs; DuckDB at its default threads and at one thread).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SMALL=${SMALL:-100000}
@@ -33,6 +35,7 @@ RATE=${RATE:-5000}
 SPEED=${SPEED:-2}
 GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
+REPS=${REPS:-3}
 REPLAY=${REPLAY:-sse}
 ONLY=${ONLY:-replay stats report}
 ADDR=${ADDR:-127.0.0.1:18095}
@@ -103,16 +106,29 @@ for c in stats replay report; do
 done
 
 if [ "$DUCKDB" = 1 ] && want stats; then
-  echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges"
+  # The same run, alternating: `reel stats` and DuckDB (its default of one
+  # thread per core, and one thread: DuckDB's cheapest in CPU here) REPS
+  # times each over the same files; medians of CPU (user + system, every
+  # thread of the process) and wall.
+  echo "## reel stats vs DuckDB quantile_cont, $BIG exchanges, medians of $REPS alternating runs"
   (cd examples/duckdb && CGO_ENABLED=1 go build -o "$out/duckdb-quantiles" ./quantiles)
-  /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" "$(recording "$BIG")" > "$out/duck.json"
-  python3 - "$out/stats-$BIG.out" "$out/duck.json" "$out/table" "$out/duck-time" "$BIG" <<'EOF'
-import json, sys
+  : > "$out/duck-table"
+  for i in $(seq "$REPS"); do
+    measure vsduck "$BIG" "$out/reel" stats "$(recording "$BIG")" --json > /dev/null
+    for threads in 0 1; do
+      /usr/bin/time -f "%e %U %S" -o "$out/duck-time" "$out/duckdb-quantiles" -threads "$threads" "$(recording "$BIG")" > "$out/duck-$threads.json"
+      read -r dwall duser dsys < "$out/duck-time"
+      echo "$threads $dwall $(echo "$duser+$dsys" | bc -l) $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads"])' "$out/duck-$threads.json")" >> "$out/duck-table"
+    done
+  done
+  echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 - "$out/vsduck-$BIG.out" "$out/duck-0.json" "$out/table" "$out/duck-table" "$BIG" <<'EOF'
+import json, statistics, sys
 reel = json.load(open(sys.argv[1]))["summary"]
 duck = json.load(open(sys.argv[2]))
 rows = [l.split() for l in open(sys.argv[3])]
-stats = [r for r in rows if r[0] == "stats" and r[1] == sys.argv[5]][0]
-dwall, duser, dsys = map(float, open(sys.argv[4]).read().split())
+runs = [r for r in rows if r[0] == "vsduck" and r[1] == sys.argv[5]]
+ducks = [l.split() for l in open(sys.argv[4])]
 print(f"{'quantile':10} {'reel':>14} {'duckdb':>14} {'diff':>8}  reel rel_err bound")
 ok = True
 for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
@@ -124,9 +140,13 @@ for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
         ok &= abs(diff) <= bound + 0.002  # + what nearest rank vs interpolation can differ by
         print(f"{m + '.' + p:10} {r:14d} {d:14.0f} {100 * diff:+7.2f}%  {100 * bound:g} %")
 print(f"rows: reel {reel['requests']}, duckdb {duck['rows']}; values within the bound: {ok}")
-rwall, rcpu = float(stats[3]), float(stats[4])
-print(f"time: reel stats {rwall:.1f} s wall / {rcpu:.1f} s CPU (every §7 statistic), "
-      f"duckdb {dwall:.1f} s wall / {duser + dsys:.1f} s CPU (query {duck['query_seconds']:.1f} s, 4 quantiles); "
-      f"reel ÷ duckdb: {rwall / dwall:.1f}× wall, {rcpu / (duser + dsys):.1f}× CPU")
+med = statistics.median
+rwall, rcpu = med(float(r[3]) for r in runs), med(float(r[4]) for r in runs)
+print(f"reel stats (every §7 statistic): {rwall:.1f} s wall, {rcpu:.1f} s CPU; CPU runs: {', '.join(r[4] for r in runs)}")
+for t in ("0", "1"):
+    ds = [d for d in ducks if d[0] == t]
+    dwall, dcpu = med(float(d[1]) for d in ds), med(float(d[2]) for d in ds)
+    print(f"duckdb, {ds[0][3]} thread(s) (4 quantiles of 2 columns): {dwall:.1f} s wall, {dcpu:.1f} s CPU; CPU runs: {', '.join(d[2] for d in ds)}; "
+          f"reel ÷ duckdb: {rwall / dwall:.2f}× wall, {rcpu / dcpu:.2f}× CPU")
 EOF
 fi

@@ -15,6 +15,9 @@
 // its last byte) at a fixed rate, direct and proxied requests alternating on
 // one open-loop schedule, over several repetitions with medians and ranges, the proxy's and upstream's CPU time per
 // request, and the recorder's peak RSS at 2k req/s with 16 KiB bodies.
+// The hop phase (-phases hop, Linux, CAP_NET_RAW) measures the latency a
+// proxy adds where it happens, between kernel packet timestamps on lo of
+// the same bytes entering and leaving it (hop.go).
 //
 // The upstream and the recording proxy (proxy + pipeline + redactor +
 // Parquet writer, wired as `reel record` wires them) run as child processes
@@ -87,10 +90,16 @@ func main() {
 	memLimit := flag.Int64("memory-limit", 100<<20, "proxy: Go soft memory limit, as reel record sets it (0: none)")
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
 	compare := flag.String("compare", "", "compare phase: another build of this benchmark whose proxy runs beside this one's")
+	hopRate := flag.Int("hop-rate", 200, "hop phase: requests per second to each hop")
+	hops := flag.String("hops", "bare,sidecar", "hop phase: hops to compare, bare first (bare, proxy = reel's proxy without recording, sidecar)")
+	pinHops := flag.String("pin-hops", "", "CPU list (taskset -c) for the proxies, e.g. 2-3; empty: no pinning")
+	pinLoad := flag.String("pin-load", "", "CPU list for the load generator, the packet capture and the upstream, e.g. 0-1")
 	flag.Parse()
 	switch *mode {
 	case "upstream":
 		serveUpstream(uo)
+	case "bare":
+		serveBareProxy(*upstream)
 	case "proxy":
 		if *memLimit > 0 {
 			debug.SetMemoryLimit(*memLimit) // as reel record does
@@ -100,8 +109,14 @@ func main() {
 		}
 		serveProxy(*upstream, *out, *record, *rowGroup)
 	default:
+		if *pinLoad != "" {
+			if err := pinSelf(*pinLoad); err != nil {
+				log.Fatal(err)
+			}
+		}
 		bench(benchOpts{d: *dur, reps: *reps, rate: *rate, conc: *conc, up: uo, record: *record,
-			phases: *phases, kinds: *kinds, rowGroup: *rowGroup, memLimit: *memLimit, compare: *compare})
+			phases: *phases, kinds: *kinds, rowGroup: *rowGroup, memLimit: *memLimit, compare: *compare,
+			hopRate: *hopRate, hops: *hops, pinHops: *pinHops, pinLoad: *pinLoad})
 	}
 }
 
@@ -122,6 +137,7 @@ func serveUpstream(uo upstreamOpts) {
 	slots := make(chan struct{}, max(uo.slots, 1))
 	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		mark := upstreamMarker(r) // hop phase: repeat the request's marker in every event and answer
 		switch r.URL.Path {
 		case "/sse", "/gen":
 			gen := r.URL.Path == "/gen"
@@ -137,14 +153,22 @@ func serveUpstream(uo upstreamOpts) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("X-Batch-Size", "8")
 			f := w.(http.Flusher)
-			for i := range n {
+			for i := range min(n, maxEvents) {
 				if paced && i > 0 {
 					time.Sleep(gap)
 				}
-				w.Write(chunk)
+				if mark != "" {
+					fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"%s.%03d"}}]}`+"\n\n", mark, i)
+				} else {
+					w.Write(chunk)
+				}
 				f.Flush()
 			}
-			w.Write(tail)
+			if mark != "" {
+				fmt.Fprintf(w, "data: {\"id\":\"%s.%03d\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16}}\n\ndata: [DONE]\n\n", mark, min(n, maxEvents))
+			} else {
+				w.Write(tail)
+			}
 			return
 		case "/infer":
 			slots <- struct{}{}
@@ -154,6 +178,10 @@ func serveUpstream(uo upstreamOpts) {
 		w.Header().Set("Content-Type", "application/json")
 		if n, _ := strconv.Atoi(r.URL.Query().Get("size")); n > 0 {
 			w.Write(jsonBody(n))
+			return
+		}
+		if mark != "" {
+			fmt.Fprintf(w, `{"id":"%s.000","scores":[0.12,0.56,0.91],"model":"ranker-v3"}`, mark)
 			return
 		}
 		w.Write([]byte(`{"scores":[0.12,0.56,0.91],"model":"ranker-v3"}`))
@@ -308,7 +336,12 @@ type child struct {
 	addrs []string
 }
 
-func start(args ...string) *child {
+// start runs this binary with args as a child, pinned to the CPU list pin
+// (taskset -c) unless it is empty.
+func start(pin string, args ...string) *child {
+	if pin != "" {
+		return startCmd(exec.Command("taskset", append([]string{"-c", pin, os.Args[0]}, args...)...))
+	}
 	return startCmd(exec.Command(os.Args[0], args...))
 }
 
@@ -425,7 +458,10 @@ func fixedRate(target string, body []byte, rate int, d time.Duration) *result {
 // streams see the same load generator, upstream and machine load at the
 // same moments, so the difference of their quantiles is the proxy's, not
 // the machine's.
-func interleaved(bases []string, k kind, rate int, d time.Duration, seed uint64) []*result {
+//
+// tag, if not nil, returns a suffix for the path of request i to target
+// side (the hop phase's markers).
+func interleaved(bases []string, k kind, rate int, d time.Duration, seed uint64, tag func(side, i int) string) []*result {
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	order := make([]int, len(bases))
 	for i := range order {
@@ -452,10 +488,14 @@ func interleaved(bases []string, k kind, rate int, d time.Duration, seed uint64)
 			rnd.Shuffle(m, func(a, b int) { order[a], order[b] = order[b], order[a] })
 		}
 		side, i := order[j%m], j/m
+		path := k.path
+		if tag != nil {
+			path += tag(side, i)
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := do(c, bases[side]+k.path, k.body); err != nil {
+			if err := do(c, bases[side]+path, k.body); err != nil {
 				errs[side].Add(1)
 				once.Do(func() { log.Printf("%s: first error: %v", bases[side]+k.path, err) })
 			}
@@ -536,6 +576,9 @@ type benchOpts struct {
 	phases, kinds      string
 	rowGroup, memLimit int64
 	compare            string
+	hopRate            int
+	hops               string
+	pinHops, pinLoad   string
 }
 
 type kind struct {
@@ -560,10 +603,10 @@ func bench(o benchOpts) {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	up := start("-mode", "upstream", "-slots", strconv.Itoa(o.up.slots), "-service", o.up.service.String(),
+	up := start(o.pinLoad, "-mode", "upstream", "-slots", strconv.Itoa(o.up.slots), "-service", o.up.service.String(),
 		"-tokens", strconv.Itoa(o.up.tokens), "-gap", o.up.gap.String())
 	defer up.stop()
-	px := start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
+	px := start(o.pinHops, "-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
 		"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
 	defer func() { px.stop() }()
 	bases := [2]string{"http://" + up.addrs[0], "http://" + px.addrs[0]}
@@ -587,11 +630,11 @@ func bench(o benchOpts) {
 				continue
 			}
 			var add50, add99, d50, p50, d99, p99, sched99, sched999, stwMax []time.Duration
-			interleaved(bases[:], k, o.rate, o.d/5, 0) // warm-up
+			interleaved(bases[:], k, o.rate, o.d/5, 0, nil) // warm-up
 			for rep := range o.reps {
 				gc0, mal0 := metricSum(px.addrs[1], "go_gc_duration_seconds_count"), metricSum(px.addrs[1], "go_memstats_mallocs_total")
 				rh0 := readRuntimeHists(px.addrs[1])
-				res := interleaved(bases[:], k, o.rate, o.d, uint64(rep+1))
+				res := interleaved(bases[:], k, o.rate, o.d, uint64(rep+1), nil)
 				rh1 := readRuntimeHists(px.addrs[1])
 				gc1, mal1 := metricSum(px.addrs[1], "go_gc_duration_seconds_count"), metricSum(px.addrs[1], "go_memstats_mallocs_total")
 				s99, _ := histQuantile(rh0[runtimeHists[0]], rh1[runtimeHists[0]], 0.99)
@@ -627,6 +670,9 @@ func bench(o benchOpts) {
 			}
 		}
 	}
+	if has("hop") {
+		hopPhase(o, up, px, dir, small, chat)
+	}
 	if has("compare") && o.compare != "" {
 		comparePhase(o, up, px, dir, small, chat)
 	}
@@ -650,7 +696,7 @@ func bench(o benchOpts) {
 		big := jsonBody(16 << 10)
 		// A fresh proxy, so that its peak RSS is this phase's alone.
 		px.stop()
-		px = start("-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
+		px = start(o.pinHops, "-mode", "proxy", "-upstream", "http://"+up.addrs[0], "-out", dir, "-record="+strconv.FormatBool(o.record),
 			"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10))
 		dres := fixedRate(bases[0]+"/json?size=16384", big, 2000, o.d)
 		fmt.Printf("direct: achieved %.0f req/s, p50 %v p99 %v\n", float64(dres.n)/dres.secs,
@@ -685,10 +731,10 @@ func comparePhase(o benchOpts, up, px *child, dir string, small, chat []byte) {
 		if !slices.Contains(strings.Split(o.kinds, ","), k.name) {
 			continue
 		}
-		interleaved(bases, k, o.rate, o.d/5, 0) // warm-up
+		interleaved(bases, k, o.rate, o.d/5, 0, nil) // warm-up
 		var d50, d99 []time.Duration
 		for rep := range o.reps {
-			r := interleaved(bases, k, o.rate, o.d, uint64(rep+1))
+			r := interleaved(bases, k, o.rate, o.d, uint64(rep+1), nil)
 			a50, b50 := r[1].q(0.5)-r[0].q(0.5), r[2].q(0.5)-r[0].q(0.5)
 			a99, b99 := r[1].q(0.99)-r[0].q(0.99), r[2].q(0.99)-r[0].q(0.99)
 			d50, d99 = append(d50, b50-a50), append(d99, b99-a99)

@@ -6,6 +6,7 @@
 // bench/memory/run.sh to set beside reel's figures:
 //
 //	go run ./quantiles ./capture
+//	go run ./quantiles -threads 1 ./capture   # one DuckDB thread (default: one per core)
 //
 // DuckDB's quantile_cont interpolates between the two order statistics
 // around p·(n−1); reel's exact quantiles are nearest-rank. On the millions
@@ -17,6 +18,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -45,27 +47,39 @@ type result struct {
 	TTFTP50   float64 `json:"ttft_p50_ns"`
 	TTFTP99   float64 `json:"ttft_p99_ns"`
 	QuerySecs float64 `json:"query_seconds"`
+	Threads   int     `json:"threads"` // DuckDB's worker threads for the query
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./quantiles DATASET_DIR")
+	threads := flag.Int("threads", 0, "DuckDB worker threads (0: DuckDB's default, one per core)")
+	flag.Parse()
+	if flag.NArg() != 1 || *threads < 0 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./quantiles [-threads N] DATASET_DIR")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), os.Args[1]); err != nil {
+	if err := run(context.Background(), flag.Arg(0), *threads); err != nil {
 		fmt.Fprintln(os.Stderr, "quantiles:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir string) error {
+func run(ctx context.Context, dir string, threads int) error {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return fmt.Errorf("open duckdb: %w", err)
 	}
 	defer db.Close()
-	start := time.Now()
+	db.SetMaxOpenConns(1) // SET applies to the connection the query then uses
+	if threads > 0 {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("SET threads = %d", threads)); err != nil {
+			return fmt.Errorf("set threads: %w", err)
+		}
+	}
 	var r result
+	if err := db.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&r.Threads); err != nil {
+		return fmt.Errorf("read threads: %w", err)
+	}
+	start := time.Now()
 	row := db.QueryRowContext(ctx, fmt.Sprintf(quantilesSQL, dir+"/**/*.parquet"))
 	if err := row.Scan(&r.Rows, &r.E2EP50, &r.E2EP99, &r.TTFTP50, &r.TTFTP99); err != nil {
 		return fmt.Errorf("query: %w", err)
