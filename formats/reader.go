@@ -40,10 +40,13 @@ type Reader[T Record] struct {
 	pending  []*run[T]       // row groups not opened yet, by minimum time
 	heap     runHeap[T]
 	files    map[string]*openFile
+	left     map[string]int // per file, its runs not released yet (started or pending)
 	last     int64
 	err      error
 	maxOpen  int // most row groups open at once (tests check memory stays flat)
 	started  int // row groups opened
+	opened   int // files opened (footers parsed)
+	maxFiles int // most files open at once
 }
 
 // run is one row group being merged.
@@ -63,7 +66,9 @@ type run[T Record] struct {
 	key  int64 // time of buf[pos]
 }
 
-// openFile is a file shared by its open runs.
+// openFile is a file shared by its runs: opened (its footer parsed) when
+// the merge reaches its first row group, closed after its last, so a file
+// of many row groups is opened once, not once per row group.
 type openFile struct {
 	f    store.File
 	pf   *parquet.File
@@ -79,7 +84,7 @@ func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOption
 		opts.BatchRows = 256
 	}
 	r := &Reader[T]{opts: opts, from: math.MinInt64, to: math.MaxInt64, last: math.MinInt64,
-		files: map[string]*openFile{}}
+		files: map[string]*openFile{}, left: map[string]int{}}
 	if !opts.From.IsZero() {
 		r.from = opts.From.UnixNano()
 	}
@@ -130,6 +135,7 @@ func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOption
 				continue
 			}
 			r.pending = append(r.pending, &run[T]{path: path, group: i, min: g.Min})
+			r.left[path]++
 		}
 	}
 	sort.SliceStable(r.pending, func(i, j int) bool { return r.pending[i].min < r.pending[j].min })
@@ -228,6 +234,16 @@ func (r *Reader[T]) skipDamaged(path string, err error) bool {
 	if !r.opts.SkipBad || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
+	kept := r.pending[:0]
+	for _, ru := range r.pending {
+		if ru.path != path {
+			kept = append(kept, ru)
+		} else {
+			r.left[path]--
+		}
+	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
 	for i := 0; i < len(r.heap); {
 		if r.heap[i].path == path {
 			r.release(heap.Remove(&r.heap, i).(*run[T]))
@@ -236,14 +252,7 @@ func (r *Reader[T]) skipDamaged(path string, err error) bool {
 		}
 		i++
 	}
-	kept := r.pending[:0]
-	for _, ru := range r.pending {
-		if ru.path != path {
-			kept = append(kept, ru)
-		}
-	}
-	clear(r.pending[len(kept):])
-	r.pending = kept
+	r.closeUnused(path)
 	if r.opts.Warn != nil {
 		r.opts.Warn(fmt.Errorf("skipped the rest of %s: damaged pages (%w); rows read from it before the damage were kept", path, err))
 	}
@@ -260,6 +269,8 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 		}
 		of = &openFile{f: f, pf: pf}
 		r.files[ru.path] = of
+		r.opened++
+		r.maxFiles = max(r.maxFiles, len(r.files))
 	}
 	of.refs++
 	ru.file = of
@@ -418,10 +429,17 @@ func (r *Reader[T]) release(ru *run[T]) {
 	if of := ru.file; of != nil {
 		ru.file = nil
 		of.refs--
-		if of.refs == 0 {
-			of.f.Close()
-			delete(r.files, ru.path)
-		}
+	}
+	r.left[ru.path]--
+	r.closeUnused(ru.path)
+}
+
+// closeUnused closes path's file once no run of it is open and none is
+// left to start.
+func (r *Reader[T]) closeUnused(path string) {
+	if of := r.files[path]; of != nil && of.refs == 0 && r.left[path] <= 0 {
+		of.f.Close()
+		delete(r.files, path)
 	}
 }
 
@@ -432,6 +450,10 @@ func (r *Reader[T]) Close() error {
 		r.release(heap.Pop(&r.heap).(*run[T]))
 	}
 	r.pending = nil
+	for path, of := range r.files { // files whose remaining runs never started
+		of.f.Close()
+		delete(r.files, path)
+	}
 	if r.err == nil {
 		r.err = errors.New("formats: reader closed")
 	}

@@ -339,9 +339,20 @@ func TestReaderMemoryFlat(t *testing.T) {
 	if r.maxOpen > 3 {
 		t.Errorf("%d row groups open at once reading %d sequential files; want at most 3", r.maxOpen, files)
 	}
+	list, err := ListFiles([]string{dir}) // 30 recorders, one crossing an hour: 31 files
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.opened != len(list) || r.maxFiles > 3 || len(r.files) != 0 {
+		t.Errorf("opened %d files (want each of %d once: one footer parse for all its row groups), at most %d at once (want ≤ 3), %d still open at the end",
+			r.opened, len(list), r.maxFiles, len(r.files))
+	}
 	// 100 s in the middle: 4 or 5 row groups of 25 s, not all 120.
 	n, r = count(ReaderOptions{From: t0.Add(1000 * time.Second), To: t0.Add(1100 * time.Second)})
 	if n != 100 || r.started > 6 {
 		t.Errorf("window: %d records from %d row groups; want 100 from at most 6", n, r.started)
+	}
+	if r.opened > 3 || len(r.files) != 0 {
+		t.Errorf("window: opened %d files (want at most 3), %d still open at the end", r.opened, len(r.files))
 	}
 }
