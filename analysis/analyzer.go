@@ -215,21 +215,21 @@ type groupAcc struct {
 	cache           cacheAcc
 }
 
-func (g *groupAcc) add(b *exactBudget, o *observation, ok bool) {
+func (g *groupAcc) add(b *exactBudget, o *observation, ok bool, lat *[numCols]sample) {
 	g.n++
 	g.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
 		g.ok++
 	}
-	addLat(b, &g.e2e, o.lat[colE2E])
-	addLat(b, &g.ttft, o.lat[colTTFT])
-	addLat(b, &g.tpot, o.lat[colTPOT])
+	addLat(b, &g.e2e, &lat[colE2E])
+	addLat(b, &g.ttft, &lat[colTTFT])
+	addLat(b, &g.tpot, &lat[colTPOT])
 }
 
 // addLat adds a latency the request has.
-func addLat(b *exactBudget, d *dist, v int64) {
-	if v != missing {
-		d.add(b, v)
+func addLat(b *exactBudget, d *dist, x *sample) {
+	if x.v != missing {
+		d.addSample(b, x)
 	}
 }
 
@@ -323,29 +323,37 @@ func (a *Analyzer) add(o observation) {
 	a.tot.add(&o, ok, meets)
 	fr := a.frames[a.frameOf(o.orig)]
 	fr.c.add(&o, ok, meets)
-	for c := range o.lat {
-		if v := o.lat[c]; v != missing {
-			a.lat[c].add(b, v)
-			if a.perFrame[c] {
-				fr.lat[c].add(b, v)
-			}
-			if h := a.hist[c]; h != nil {
-				h[histBin(v)]++
-			}
+	var lat [numCols]sample // each value's sketch bin found once, for the run, the frame and the groups
+	for c, v := range o.lat {
+		lat[c].v = v
+		if v == missing {
+			continue
+		}
+		x := &lat[c]
+		if c == colE2ESched && v == o.lat[colE2E] { // a recording's: the same value, the same bin
+			x = &lat[colE2E]
+		}
+		a.lat[c].addSample(b, x)
+		if a.perFrame[c] {
+			fr.lat[c].addSample(b, x)
+		}
+		if h := a.hist[c]; h != nil {
+			h[histBin(v)]++
 		}
 	}
 	if p := o.promptTokens; p > 0 {
-		a.prompt.add(b, int64(p))
-		fr.prompt.add(b, int64(p))
+		x := sample{v: int64(p)}
+		a.prompt.addSample(b, &x)
+		fr.prompt.addSample(b, &x)
 	}
 	if o.bodyBytes > 0 {
 		a.body.add(b, o.bodyBytes)
 	}
 	a.starts.add(b, o.orig)
-	groupAt(&a.byRoute, a.routes.pair(o.method, o.path)).add(b, &o, ok)
-	groupAt(&a.byModel, a.models.id(o.model)).add(b, &o, ok)
-	groupAt(&a.byClass, a.classes.id(o.class)).add(b, &o, ok)
-	a.byBucket[a.bucketOf(o.promptTokens)].add(b, &o, ok)
+	groupAt(&a.byRoute, a.routes.pair(o.method, o.path)).add(b, &o, ok, &lat)
+	groupAt(&a.byModel, a.models.id(o.model)).add(b, &o, ok, &lat)
+	groupAt(&a.byClass, a.classes.id(o.class)).add(b, &o, ok, &lat)
+	a.byBucket[a.bucketOf(o.promptTokens)].add(b, &o, ok, &lat)
 
 	a.addTiming(&o, ok)
 	if len(o.prefix) > 0 {
@@ -404,11 +412,7 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 			}
 		}
 	} else {
-		for _, g := range o.itlUs {
-			if g >= 0 {
-				a.itlEven.add(int64(g), 1)
-			}
-		}
+		a.itlEven.addEach(o.itlUs)
 	}
 	// Output tokens over time: spread evenly over the token events when
 	// their times are known, else all at the end.
@@ -422,10 +426,14 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 	}
 	per := float64(o.outTokens) / float64(len(o.itlUs)+1)
 	t := o.send + ttft
-	a.tokensSec.add(floorDiv(t, int64(time.Second)), per)
+	sec := floorDiv(t, int64(time.Second))
+	a.tokensSec.add(sec, per)
 	for _, g := range o.itlUs {
 		t += int64(g) * 1000
-		a.tokensSec.add(floorDiv(t, int64(time.Second)), per)
+		if t < sec*int64(time.Second) || t >= (sec+1)*int64(time.Second) { // most events stay in the second
+			sec = floorDiv(t, int64(time.Second))
+		}
+		a.tokensSec.add(sec, per)
 	}
 }
 
@@ -595,8 +603,12 @@ func (d *dict) id(s string) int32 {
 	return i
 }
 
-// endHeap is a min-heap of request end times (ns) for peak in flight.
+// endHeap is a min-heap of request end times (ns) for peak in flight. It
+// is 4-ary: half the levels of a binary heap, and a node's children share
+// a cache line, which matters at thousands of requests in flight.
 type endHeap []int64
+
+const heapArity = 4
 
 func (h endHeap) Len() int { return len(h) }
 
@@ -604,7 +616,7 @@ func (h *endHeap) push(v int64) {
 	*h = append(*h, v)
 	s := *h
 	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
+		p := (i - 1) / heapArity
 		if s[p] <= s[i] {
 			break
 		}
@@ -619,12 +631,12 @@ func (h *endHeap) pop() {
 	s[0] = s[n]
 	s = s[:n]
 	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && s[l] < s[m] {
-			m = l
-		}
-		if r < n && s[r] < s[m] {
-			m = r
+		m := i
+		first := heapArity*i + 1
+		for c := first; c < min(first+heapArity, n); c++ {
+			if s[c] < s[m] {
+				m = c
+			}
 		}
 		if m == i {
 			break

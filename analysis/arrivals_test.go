@@ -72,3 +72,25 @@ func TestArrivalsGapsOfSortedStarts(t *testing.T) {
 		}
 	})
 }
+
+// endHeap's minimum is always the smallest value pushed and not popped,
+// through interleaved pushes and pops of random and repeated values.
+func TestEndHeapMin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var h endHeap
+	var ref []int64
+	for i := range 20_000 {
+		if len(ref) == 0 || rng.IntN(3) > 0 {
+			v := rng.Int64N(1000)
+			h.push(v)
+			ref = append(ref, v)
+		} else {
+			h.pop()
+			ref = ref[1:]
+		}
+		slices.Sort(ref)
+		if h.Len() != len(ref) || (len(ref) > 0 && h[0] != ref[0]) {
+			t.Fatalf("step %d: heap of %d with min %v, want %d with min %v", i, h.Len(), h[:min(1, h.Len())], len(ref), ref[:min(1, len(ref))])
+		}
+	}
+}

@@ -50,6 +50,13 @@ const minShed = 64
 const DefaultExactValues = 1 << 20
 
 func (d *dist) add(b *exactBudget, v int64) {
+	x := sample{v: v}
+	d.addSample(b, &x)
+}
+
+// addSample adds x.v, finding its sketch bin through x (see sample).
+func (d *dist) addSample(b *exactBudget, s *sample) {
+	v := s.v
 	d.n++
 	if d.n == 1 {
 		d.min, d.max, d.shift = v, v, float64(v)
@@ -60,7 +67,7 @@ func (d *dist) add(b *exactBudget, v int64) {
 	d.sum += x
 	d.sumSq += x * x
 	if d.sk != nil {
-		if grown := d.sk.add(v, 1); grown != 0 && b.limit > 0 {
+		if grown := d.sk.addSample(s, 1); grown != 0 && b.limit > 0 {
 			if b.held += int64(grown); b.held > max(b.limit, b.next) {
 				b.shed()
 			}
@@ -69,7 +76,7 @@ func (d *dist) add(b *exactBudget, v int64) {
 	}
 	if b.limit <= 0 {
 		d.sk = &sketch{}
-		d.sk.add(v, 1)
+		d.sk.addSample(s, 1)
 		return
 	}
 	if !d.tracked {

@@ -98,6 +98,18 @@ func (d *countDist) add(v int64, c int64) {
 	d.sparse[v] += c
 }
 
+// addEach counts each of gaps (µs) once; negative ones are not counted.
+func (d *countDist) addEach(gaps []int32) {
+	for _, g := range gaps {
+		if g >= 0 && int(g) < len(d.dense) {
+			d.dense[g]++
+			d.n++
+		} else {
+			d.add(int64(g), 1)
+		}
+	}
+}
+
 // sumCounts returns the counts of a and b together: a itself when b is
 // empty (the caller must not change it), else a new countDist.
 func sumCounts(a, b *countDist) *countDist {

@@ -82,14 +82,42 @@ func sketchValue(i int) float64 { return 2 * sketchBounds[i] / (sketchGamma + 1)
 
 // add counts v c times and returns how many cells the sketch grew by.
 func (s *sketch) add(v int64, c int64) (grown int) {
+	x := sample{v: v}
+	return s.addSample(&x, c)
+}
+
+// addSample counts x c times and returns how many cells the sketch grew by.
+func (s *sketch) addSample(x *sample, c int64) (grown int) {
 	switch {
-	case v > 0:
-		return s.pos.add(sketchBin(uint64(v)), c)
-	case v < 0:
-		return s.neg.add(sketchBin(uint64(-v)), c) // -MinInt64 wraps to 2^63 as a uint64: still right
+	case x.v > 0:
+		return s.pos.add(x.binOf(), c)
+	case x.v < 0:
+		return s.neg.add(x.binOf(), c)
 	}
 	s.zero += c
 	return 0
+}
+
+// sample is a value on its way into distributions, with its magnitude's
+// sketch bin once one of them needed it: a request's latency goes to the
+// run's, its frame's and four groups' distributions, and the bin is found
+// once for all of them.
+type sample struct {
+	v      int64
+	bin    int
+	binned bool
+}
+
+// binOf returns the bin of x's magnitude (x.v ≠ 0).
+func (x *sample) binOf() int {
+	if !x.binned {
+		m := uint64(x.v)
+		if x.v < 0 {
+			m = uint64(-x.v) // -MinInt64 wraps to 2^63 as a uint64: still right
+		}
+		x.bin, x.binned = sketchBin(m), true
+	}
+	return x.bin
 }
 
 func (b *sketchBins) add(i int, c int64) (grown int) {
