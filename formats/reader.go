@@ -411,7 +411,9 @@ func (r *Reader[T]) advance(ru *run[T]) error {
 	if ru.key < prev {
 		return fmt.Errorf("%s: row group %d: %w: rows not sorted by %s", ru.path, ru.group, ErrBadFile, timeColumn[T]())
 	}
-	heap.Fix(&r.heap, 0)
+	if len(r.heap) > 1 { // one run alone (files read one after another) stays on top
+		heap.Fix(&r.heap, 0)
+	}
 	return nil
 }
 

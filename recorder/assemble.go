@@ -200,6 +200,15 @@ func (r *Recording) SetRequest(req Request) {
 	r.reqHdr = contextOnly(req.Header, r.a)
 }
 
+// SetStart moves the exchange's start (its first request byte) to start.
+// A passive capture that saw the response first — the request held behind
+// a lost segment — learns the request's time only later.
+func (r *Recording) SetStart(start time.Time) {
+	r.mu.Lock()
+	r.start = start
+	r.mu.Unlock()
+}
+
 // RequestBody records the next piece of the request body.
 func (r *Recording) RequestBody(p []byte) {
 	r.mu.Lock()

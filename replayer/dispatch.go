@@ -130,9 +130,14 @@ type job struct {
 // sender waits in a queue for the next sender to finish instead of starting
 // another one: more goroutines and connections would only add work, and
 // the dispatcher, one goroutine among them, would fall further behind.
-// Queued jobs are taken first by every sender that finishes. With
-// workers > 0 the pool is fixed: a busy pool delays the send, which shows
-// in lag.
+// Queued jobs are taken first by every sender that finishes. The queue is
+// only for a client whose senders are turning over: when none has finished
+// for saturatedLag they are waiting on the target (a stalled shadow), not
+// on the processors, and a job queued behind them would wait for the stall
+// to end: the closed loop an open-loop replay must never become. Then a
+// sender is added after all, and one more for the queue's head at each
+// dispatch until the queue is empty. With workers > 0 the pool is fixed: a
+// busy pool delays the send, which shows in lag.
 type sender struct {
 	ctx      context.Context
 	c        *client
@@ -146,6 +151,7 @@ type sender struct {
 	held     atomic.Int64          // requests that waited for a slot
 	late     atomic.Int64          // requests handed out saturatedLag or more after their due time
 	active   atomic.Int64          // requests in flight now
+	lastDone atomic.Int64          // mono ns when a sender last finished a request; 0 = none yet
 
 	mu      sync.Mutex // guards idle, queue, workers
 	idle    []*worker  // idle senders, the most recently idle last
@@ -243,8 +249,17 @@ func (s *sender) dispatchReserved(j *job) error {
 	if late && !heldBack {
 		s.late.Add(1)
 	}
-	saturated := s.limit == 0 && late
+	turningOver := mono()-s.lastDone.Load() < int64(saturatedLag)
+	saturated := s.limit == 0 && late && turningOver
 	s.mu.Lock()
+	if s.limit == 0 && !turningOver && len(s.queue) > 0 {
+		q := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.taken.Signal()
+		s.workers++
+		go s.work(&worker{jobs: make(chan *job, 1)}, q)
+	}
 	for {
 		if n := len(s.idle); n > 0 {
 			w := s.idle[n-1]
@@ -271,6 +286,7 @@ func (s *sender) dispatchReserved(j *job) error {
 
 func (s *sender) run(j *job) {
 	s.send(j)
+	s.lastDone.Store(mono())
 	s.active.Add(-1)
 	if s.sem != nil {
 		<-s.sem

@@ -85,8 +85,11 @@ func TestWaitUntil(t *testing.T) {
 }
 
 // TestSenderSaturated: with no idle sender, an on-time job gets a new
-// sender (open loop), a job the dispatcher hands out late (the client is
-// CPU-bound) waits for a running sender instead; every job runs.
+// sender (open loop). A job the dispatcher hands out late waits for a
+// running sender instead while senders are turning over (the client is
+// CPU-bound), but not when none has finished for saturatedLag: then they
+// wait on a stalled target, and queueing would make the replay a closed
+// loop. Every job runs.
 func TestSenderSaturated(t *testing.T) {
 	release := make(chan struct{})
 	var ran atomic.Int64
@@ -94,27 +97,43 @@ func TestSenderSaturated(t *testing.T) {
 		<-release
 		ran.Add(1)
 	})
-	workers := func() int {
+	workers := func() (n, queued int) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.workers
+		return s.workers, len(s.queue)
 	}
-	now := mono()
-	s.dispatch(&job{due: now}) // on time, none idle: a sender
-	s.dispatch(&job{due: now - int64(time.Second)})
-	s.dispatch(&job{due: now - int64(time.Second)})
-	if n := workers(); n != 1 {
-		t.Fatalf("%d senders after 1 on-time and 2 late jobs, want 1 (the late ones queued)", n)
+	late := func() *job { return &job{due: mono() - int64(time.Second)} }
+	s.dispatch(&job{due: mono()}) // on time, none idle: a sender
+
+	// A sender finished "just now": pinned ahead of the clock, so that a
+	// preempted test cannot age it past saturatedLag.
+	s.lastDone.Store(mono() + int64(time.Hour))
+	s.dispatch(late())
+	s.dispatch(late())
+	if n, q := workers(); n != 1 || q != 2 {
+		t.Fatalf("turning over: %d senders, %d queued after 1 on-time and 2 late jobs, want 1 and 2", n, q)
 	}
 	s.dispatch(&job{due: mono()}) // on time again: a sender for it
-	if n := workers(); n != 2 {
+	if n, _ := workers(); n != 2 {
 		t.Fatalf("%d senders after another on-time job, want 2", n)
+	}
+
+	// No sender has finished for longer than saturatedLag: the senders are
+	// held by the target. A late job gets a sender, and so does the queue's head.
+	s.lastDone.Store(mono() - int64(time.Second))
+	s.dispatch(late())
+	if n, q := workers(); n != 4 || q != 1 {
+		t.Fatalf("stalled target: %d senders, %d queued, want 4 (one for the late job, one for the queue's head) and 1", n, q)
+	}
+	s.dispatch(late())
+	if n, q := workers(); n != 6 || q != 0 {
+		t.Fatalf("stalled target: %d senders, %d queued, want 6 and 0", n, q)
 	}
 	close(release)
 	s.wait()
 	s.stop()
-	if ran.Load() != 4 {
-		t.Errorf("%d jobs ran, want 4", ran.Load())
+	if ran.Load() != 6 {
+		t.Errorf("%d jobs ran, want 6", ran.Load())
 	}
 }
 

@@ -22,8 +22,6 @@ func (f *frame) remember(data []byte, from, to int) {
 	f.from, f.to, f.set = from, to, true
 }
 
-func (f *frame) forget() { f.set = false }
-
 // match reports whether data is the framed event with only the variable
 // string's content changed, to a well-formed content; inner is that
 // content in data.

@@ -8,7 +8,8 @@
 // so the load generator and the upstream (separate processes too) are
 // never counted. An idle phase of the same length measures what a recorder
 // costs with no traffic (start-up, timers); it is reported beside the
-// totals.
+// totals. The read and write system calls of each process come from
+// /proc/PID/io, counted by the kernel without a tracer in the way.
 //
 //	bench/capture/run.sh                  # builds reel and this tool, 3 repetitions
 //	go run ./bench/capture -reel /tmp/reel -n 4000 -rate 500 -reps 3
@@ -161,6 +162,11 @@ type sample struct {
 	incomplete int // of which flagged incomplete
 	answered   int // streams the upstream answered to the end during the phase
 	errors     int // requests that failed or whose answer was cut, at the load generator
+	// reads and writes are the read and write system calls the process
+	// made (/proc/PID/io syscr and syscw, counted by the kernel: no tracer
+	// slowing the process down and changing how events coalesce); -1 where
+	// /proc cannot tell.
+	reads, writes int64
 }
 
 func (b *bench) run(ctx context.Context, reps int, only string) error {
@@ -205,7 +211,7 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 	}
 	floor := medianCPU(busy["tcpdump -w"], b.n, func(s sample) time.Duration { return s.user + s.sys })
 	bare := medianCPU(busy["bare ReverseProxy"], b.n, func(s sample) time.Duration { return s.user + s.sys })
-	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s  %s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "rows (answered, incomplete, failed) per repetition")
+	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s %8s  %s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "reads", "writes", "rows (answered, incomplete, failed) per repetition")
 	for _, r := range chosen {
 		ss := busy[r.name]
 		total := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user + s.sys })
@@ -216,10 +222,13 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 		for _, s := range ss {
 			rs = append(rs, s.rowCheck(r.rows != nil))
 		}
-		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s  %s\n", r.name, total, user, sys, idleCPU,
-			ratio(total, floor), ratio(total, bare), strings.Join(rs, " / "))
+		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s %8s  %s\n", r.name, total, user, sys, idleCPU,
+			ratio(total, floor), ratio(total, bare),
+			perExchange(ss, b.n, func(s sample) int64 { return s.reads }), perExchange(ss, b.n, func(s sample) int64 { return s.writes }),
+			strings.Join(rs, " / "))
 	}
 	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges)")
+	fmt.Println("(reads, writes: median read and write system calls of the process ÷ exchanges, start-up included)")
 	fmt.Println("(rows: exchanges written; answered: streams the upstream finished; a row count that differs from answered is marked ≠)")
 	verdict(busy, "reel record --iface", "tcpdump -w", "passive capture", 12)
 	verdict(busy, "reel record sidecar", "bare ReverseProxy", "sidecar", 1.10)
@@ -245,6 +254,50 @@ func verdict(busy map[string][]sample, name, peer, what string, target float64) 
 		met = "NOT met"
 	}
 	fmt.Printf("%s: %.2f× %s CPU per exchange (repetitions %s); target ≤ %g×: %s\n", what, r, peer, strings.Join(reps, ", "), target, met)
+}
+
+// perExchange is the median of count over ss divided by n, or "—" where a
+// count is unknown.
+func perExchange(ss []sample, n int, count func(sample) int64) string {
+	var v []int64
+	for _, s := range ss {
+		if count(s) < 0 {
+			return "—"
+		}
+		v = append(v, count(s))
+	}
+	if len(v) == 0 || n == 0 {
+		return "—"
+	}
+	slices.Sort(v)
+	return fmt.Sprintf("%.1f", float64(v[len(v)/2])/float64(n))
+}
+
+// syscalls reads the read and write system calls pid has made so far
+// from /proc/PID/io; -1, -1 where it cannot (not Linux, no permission).
+func syscalls(pid int) (reads, writes int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1, -1
+	}
+	reads, writes = -1, -1
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
 }
 
 func ratio(a, b float64) string {
@@ -295,7 +348,8 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	} else {
 		time.Sleep(time.Duration(b.n) * time.Second / time.Duration(b.rate))
 	}
-	time.Sleep(300 * time.Millisecond) // the last packets reach a capture
+	time.Sleep(300 * time.Millisecond)            // the last packets reach a capture
+	s.reads, s.writes = syscalls(cmd.Process.Pid) // before the drain's file writes
 	_ = cmd.Process.Signal(r.stop)
 	err = cmd.Wait()
 	if cmd.ProcessState == nil {

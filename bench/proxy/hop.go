@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -376,7 +377,22 @@ func hopPhase(o benchOpts, up, px *child, dir string, small, chat []byte) {
 		case "sidecar":
 			c = px
 		default:
-			log.Fatalf("hop phase: unknown hop %q (bare, proxy, sidecar)", h)
+			// sidecar+KEY=VALUE[+KEY=VALUE]: another sidecar with these
+			// environment variables (GOGC=off, GOMAXPROCS=4, ...), so a
+			// runtime setting is compared in the same run.
+			base, env, _ := strings.Cut(h, "+")
+			if base != "sidecar" || !strings.Contains(env, "=") {
+				log.Fatalf("hop phase: unknown hop %q (bare, proxy, sidecar, sidecar+KEY=VALUE)", h)
+			}
+			args := []string{"-mode", "proxy", "-upstream", "http://" + up.addrs[0], "-out", fmt.Sprintf("%s/hop-%d", dir, len(names)),
+				"-row-group-bytes", strconv.FormatInt(o.rowGroup, 10), "-memory-limit", strconv.FormatInt(o.memLimit, 10)}
+			cmd := exec.Command(os.Args[0], args...)
+			if o.pinHops != "" {
+				cmd = exec.Command("taskset", append([]string{"-c", o.pinHops, os.Args[0]}, args...)...)
+			}
+			cmd.Env = append(os.Environ(), strings.Split(env, "+")...)
+			c = startCmd(cmd)
+			defer c.stop()
 		}
 		names, addrs = append(names, h), append(addrs, c.addrs[0])
 	}

@@ -91,7 +91,7 @@ func main() {
 	record := flag.Bool("record", true, "record (false: proxy only, to separate proxying from recording costs)")
 	compare := flag.String("compare", "", "compare phase: another build of this benchmark whose proxy runs beside this one's")
 	hopRate := flag.Int("hop-rate", 200, "hop phase: requests per second to each hop")
-	hops := flag.String("hops", "bare,sidecar", "hop phase: hops to compare, bare first (bare, proxy = reel's proxy without recording, sidecar)")
+	hops := flag.String("hops", "bare,sidecar", "hop phase: hops to compare, bare first (bare, proxy = reel's proxy without recording, sidecar, sidecar+KEY=VALUE = another sidecar with that environment, e.g. sidecar+GOGC=off)")
 	pinHops := flag.String("pin-hops", "", "CPU list (taskset -c) for the proxies, e.g. 2-3; empty: no pinning")
 	pinLoad := flag.String("pin-load", "", "CPU list for the load generator, the packet capture and the upstream, e.g. 0-1")
 	flag.Parse()
@@ -349,7 +349,10 @@ func startCmd(cmd *exec.Cmd) *child {
 	args := cmd.Args[1:]
 	cmd.Stderr = os.Stderr
 	if g := os.Getenv("REEL_BENCH_PROXY_GODEBUG"); g != "" && slices.Contains(args, "proxy") {
-		cmd.Env = append(os.Environ(), "GODEBUG="+g) // e.g. gctrace=1 for the proxy alone
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, "GODEBUG="+g) // e.g. gctrace=1 for the proxy alone
 	}
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -50,6 +50,16 @@ type pending struct {
 	informal   bool // the response being read is a 1xx interim response
 	ack        uint32
 	ackOK      bool // ack is the client's ACK when it sent the request's first byte
+	// early: the response began before its request was delivered (see
+	// next); the exchange waits in httpConn.early for the request, or for
+	// the gap that lost it. respSeq is the server's sequence number where
+	// the response began: a request sent after the client had received
+	// exactly that much is the one it answers.
+	early     bool
+	joined    bool // was early, and its request's head has been parsed since
+	respSeq   uint32
+	respEnded bool      // the response ended while early; finish when the request is settled
+	respEnd   time.Time // when it ended
 }
 
 // seqSource maps stream offsets to TCP numbers, so pairing can tell when
@@ -59,6 +69,10 @@ type seqSource interface {
 	clientAck(pos int64) (uint32, bool)
 	// serverSeq is the sequence number of response-stream offset pos.
 	serverSeq(pos int64) (uint32, bool)
+	// requestHeld reports whether the server has acknowledged request
+	// bytes not yet delivered to the request parser: they were lost, or
+	// reassembly holds them behind a lost segment.
+	requestHeld() bool
 }
 
 // seqBefore reports a < b in TCP sequence space (modulo 2^32).
@@ -82,6 +96,7 @@ type httpConn struct {
 	curReq    *pending   // the request being read, nil between requests
 	queue     []*pending // requests waiting for (the end of) their response, oldest first
 	curResp   *pending   // the exchange whose response is being read
+	early     []*pending // responses that began before their request was delivered, oldest first
 }
 
 func newHTTPConn(e *Engine, id int64, client string) *httpConn {
@@ -107,14 +122,25 @@ func (c *httpConn) msgStart(resp bool, ts time.Time, pos int64) {
 
 func (c *httpConn) msgHead(resp bool, h *head, ts time.Time) framing {
 	if !resp {
-		p := c.begin(c.reqStart)
+		var p *pending
+		var ack uint32
+		var ackOK bool
+		if c.seqs != nil {
+			ack, ackOK = c.seqs.clientAck(c.reqPos)
+		}
+		if e := c.claimEarly(ack, ackOK, false); e != nil {
+			// Its response is being read, or was: join it.
+			p = e
+			p.joined = true
+			p.rec.SetStart(c.reqStart)
+		} else {
+			p = c.begin(c.reqStart)
+			c.push(p)
+		}
 		p.method = h.method
 		p.rec.SetRequest(requestOf(h))
-		if c.seqs != nil {
-			p.ack, p.ackOK = c.seqs.clientAck(c.reqPos)
-		}
+		p.ack, p.ackOK = ack, ackOK
 		c.curReq = p
-		c.push(p)
 		switch {
 		case h.chunked:
 			return frameChunked
@@ -172,8 +198,59 @@ func (c *httpConn) next(start time.Time) *pending {
 		return p
 	}
 	p := c.begin(start)
+	if c.seqs != nil {
+		seq, seqOK := c.seqs.serverSeq(c.respPos)
+		if c.seqs.requestHeld() && seqOK {
+			// The server answered request bytes the capture has not
+			// delivered yet: reassembly holds them behind a lost
+			// segment, or they were lost. Its request comes later (or
+			// its gap does); pairing it then keeps the exchange one row.
+			p.early, p.respSeq = true, seq
+			c.early = append(c.early, p)
+			return p
+		}
+	}
 	p.reqDone, p.reqReason = true, ReasonNoRequest
 	return p
+}
+
+// claimEarly returns the early response that answers the request being
+// parsed, if any, and takes it off the early list. A request sent when the
+// client had received response data up to ack is answered by the response
+// that begins there; early responses that began before ack answered
+// requests the capture lost, and are settled as such. A request lost in a
+// gap (lost) has no ack: it takes the oldest early response. A parsed
+// request without a known ack takes none (it is paired in order, as
+// without loss).
+func (c *httpConn) claimEarly(ack uint32, ackOK, lost bool) *pending {
+	for len(c.early) > 0 {
+		p := c.early[0]
+		switch {
+		case lost || (ackOK && p.respSeq == ack):
+		case ackOK && seqBefore(p.respSeq, ack):
+			c.early[0] = nil
+			c.early = c.early[1:]
+			p.early = false
+			p.reqDone, p.reqReason = true, ReasonGap
+			c.settleEarly(p)
+			continue
+		default:
+			return nil // it answers a later request
+		}
+		c.early[0] = nil
+		c.early = c.early[1:]
+		p.early = false
+		return p
+	}
+	return nil
+}
+
+// settleEarly finishes an exchange that was early once its request is
+// known (or known lost) and its response has ended.
+func (c *httpConn) settleEarly(p *pending) {
+	if p.respEnded && p.reqDone {
+		c.finish(p, p.respEnd, "")
+	}
 }
 
 func (c *httpConn) push(p *pending) {
@@ -279,14 +356,18 @@ func (c *httpConn) msgEnd(resp bool, ts time.Time, reason string) {
 		c.curReq = nil
 		if p == nil {
 			// The request ended before its head was parsed: it was lost
-			// (gap) or malformed. Keep its place in the pairing order.
-			p = c.begin(c.reqStart)
-			c.push(p)
+			// (gap) or malformed. If its response came early, that is its
+			// exchange; otherwise keep its place in the pairing order.
+			if p = c.claimEarly(0, false, true); p == nil {
+				p = c.begin(c.reqStart)
+				c.push(p)
+			}
 		}
 		p.reqDone = true
 		if p.reqReason == "" {
 			p.reqReason = reason
 		}
+		c.settleEarly(p)
 		return
 	}
 	p := c.curResp
@@ -307,6 +388,11 @@ func (c *httpConn) msgEnd(resp bool, ts time.Time, reason string) {
 	}
 	if p.respReason == "" {
 		p.respReason = reason
+	}
+	if p.early || (p.joined && !p.reqDone) {
+		// Its request is not settled yet: finish once it is.
+		p.respEnded, p.respEnd = true, ts
+		return
 	}
 	c.finish(p, ts, "")
 }
@@ -355,6 +441,17 @@ func (c *httpConn) stop() {
 // whose response was being read, and requests still waiting for one, are
 // recorded incomplete.
 func (c *httpConn) drain() {
+	for _, p := range c.early { // requests never delivered
+		p.early = false
+		p.reqDone, p.reqReason = true, ReasonNoRequest
+		if p.respEnded {
+			c.finish(p, p.respEnd, "")
+		}
+	}
+	c.early = nil
+	if p := c.curReq; p != nil && p.joined && p.respEnded {
+		c.finish(p, p.respEnd, ReasonUnfinished) // joined an early response, its request never ended
+	}
 	if p := c.curResp; p != nil {
 		c.curResp = nil
 		c.finish(p, c.resp.lastTs, ReasonUnfinished)

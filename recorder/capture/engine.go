@@ -317,6 +317,9 @@ type stream struct {
 	hasBase [2]bool
 	// delivered counts the stream bytes handed to each parser, gaps included.
 	delivered [2]int64
+	// acked is, per direction, how far the other side has acknowledged
+	// its stream (offset, one more for a FIN).
+	acked [2]int64
 	// segs are the client's data segments from the request being read on,
 	// for clientAck: at most maxSegs, pruned as requests are parsed.
 	segs []segInfo
@@ -370,10 +373,19 @@ func (s *stream) serverSeq(pos int64) (uint32, bool) {
 // them, and the engine gives them up after ackedGapWait.
 func (s *stream) noteAck(d int, tcp *layers.TCP) {
 	if o := 1 - d; tcp.ACK && s.hasBase[o] && !s.done[o] {
-		if rel := tcp.Ack - s.base[o]; rel < 1<<31 && int64(rel) > s.delivered[o]+1 && s.e.ackedGap.IsZero() {
+		rel := tcp.Ack - s.base[o]
+		if rel >= 1<<31 {
+			return
+		}
+		s.acked[o] = max(s.acked[o], int64(rel))
+		if int64(rel) > s.delivered[o]+1 && s.e.ackedGap.IsZero() {
 			s.e.ackedGap = s.e.now
 		}
 	}
+}
+
+func (s *stream) requestHeld() bool {
+	return s.hasBase[0] && !s.done[0] && s.acked[0] > s.delivered[0]+1
 }
 
 // bareAck handles a segment with no data, SYN, FIN or RST, seen with

@@ -490,11 +490,16 @@ func TestImportLossRealigns(t *testing.T) {
 			t.Errorf("incomplete row %s without a reason", x.Path)
 		}
 	}
-	// /k4 is lost too: both directions stall behind their gaps and
-	// reassembly flushes the responses before the requests, so /k4's
-	// response is recorded as no_request and its request as a gap.
-	if fmt.Sprint(complete) != "[/k0 /k5]" {
-		t.Errorf("complete rows %v, want [/k0 /k5]", complete)
+	// Both directions stall behind their gaps and reassembly flushes the
+	// responses before the requests: /k2's and /k4's responses begin
+	// before their requests are delivered, and are paired with them (by
+	// the client's ACK) when they are, so /k4 is whole and every exchange
+	// is one row.
+	if fmt.Sprint(complete) != "[/k0 /k4 /k5]" {
+		t.Errorf("complete rows %v, want [/k0 /k4 /k5]", complete)
+	}
+	if len(got) != 6 {
+		t.Errorf("%d rows for 6 exchanges", len(got))
 	}
 }
 
@@ -598,4 +603,61 @@ func TestAckedLossGivenUp(t *testing.T) {
 		t.Errorf("got %s complete=%v error=%q, want /lost flagged incomplete", x.Path, x.Complete, x.Error)
 	}
 	e.Finish()
+}
+
+// TestLostRequestRecordedOnce: when the capture loses a request but sees
+// its response, the exchange is one row, flagged incomplete — not a
+// response row without a request plus a second row for the lost request
+// (reassembly holds the request direction behind its gap while the
+// response is delivered at once). Live capture under kernel drops
+// recorded 3,016–3,042 rows for 3,000 requests this way.
+func TestLostRequestRecordedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		lost     int
+		streamed bool // chunked answers over 12 ms: the gap is given up while they stream
+	}{{0, false}, {2, false}, {5, false}, {2, true}, {0, true}} {
+		t.Run(fmt.Sprintf("request %d lost, streamed %v", tc.lost, tc.streamed), func(t *testing.T) {
+			lost := tc.lost
+			c := capturetest.NewConn(client, server)
+			ps := c.Handshake(t0)
+			const n = 6
+			for i := range n {
+				at := t0.Add(ms(float64(20 * (i + 1))))
+				req := c.Send(true, at, request("POST", fmt.Sprintf("/k%d", i), `{"q":1}`))
+				var resp []capturetest.Packet
+				if tc.streamed {
+					resp = c.Send(false, at.Add(ms(1)), []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"))
+					body := fmt.Sprintf("/k%d", i)
+					for j := range body {
+						resp = append(resp, c.Send(false, at.Add(ms(float64(2+3*j))), chunk(body[j:j+1]))...)
+					}
+					resp = append(resp, c.Send(false, at.Add(ms(14)), []byte("0\r\n\r\n"))...)
+				} else {
+					resp = c.Send(false, at.Add(ms(1)), response(200, fmt.Sprintf("/k%d", i)))
+				}
+				if i != lost {
+					ps = append(ps, req...)
+				}
+				ps = append(ps, resp...)
+				ps = append(ps, c.Ack(true, at.Add(ms(15))))
+			}
+			ps = append(ps, c.Fin(t0.Add(ms(200)))...)
+			got, _ := importPackets(t, capturetest.Ethernet, ps)
+			if len(got) != n {
+				var rows []string
+				for _, x := range got {
+					rows = append(rows, fmt.Sprintf("%s→%q complete=%v %s", x.Path, x.RespBody, x.Complete, x.Error))
+				}
+				t.Fatalf("%d rows for %d exchanges:\n%s", len(got), n, strings.Join(rows, "\n"))
+			}
+			for _, x := range got {
+				switch {
+				case x.Complete && string(x.RespBody) != x.Path:
+					t.Errorf("complete row %s has the response of %s", x.Path, x.RespBody)
+				case !x.Complete && (x.Error == "" || string(x.RespBody) != fmt.Sprintf("/k%d", lost)):
+					t.Errorf("incomplete row %s→%q error %q: want the lost request's response, with a reason", x.Path, x.RespBody, x.Error)
+				}
+			}
+		})
+	}
 }

@@ -207,7 +207,10 @@ func TestSSETiming(t *testing.T) {
 	x := xs[0]
 	mu.Lock()
 	defer mu.Unlock()
-	const tol = 2 * time.Millisecond
+	// The proxy stamps an event when its goroutine reads it: on a busy CI
+	// machine that runs a few ms after the upstream's write (2 ms failed 1
+	// run in 8 at load 10). Gaps are never shorter than programmed (below).
+	const tol = 5 * time.Millisecond
 	wantTTFT := sentToken[0].Sub(upStart)
 	gotTTFT := time.Duration(x.TTFTNs)
 	// The recorder's clock starts when the proxy got the request, a little
