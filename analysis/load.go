@@ -59,7 +59,7 @@ func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.R
 		if opt.Columns == nil {
 			opt.Columns = exchangeColumns
 			if a.sessions != nil {
-				opt.Columns = union(exchangeColumns, sessionColumns())
+				opt.Columns = union(exchangeColumns, SessionColumns())
 			}
 		}
 		return addAll(ctx, paths, opt, a.AddExchange)

@@ -667,16 +667,16 @@ func (st *SessionStats) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// sessionColumns are the exchange/1 columns a SessionCounter reads: the
+// SessionColumns are the exchange/1 columns a SessionCounter reads: the
 // linker's and the first turn's recorder and seq.
-func sessionColumns() []string { return append(LinkColumns(), "recorder", "seq") }
+func SessionColumns() []string { return append(LinkColumns(), "recorder", "seq") }
 
 // SessionStatsOf reads paths (a recording) in time order, only the columns
 // the linker needs, and counts its sessions.
 // (Analyzer.AddDataset with Options.Sessions does this in the pass that
 // reads the metrics.)
 func SessionStatsOf(ctx context.Context, paths []string, opt formats.ReaderOptions, mode SessionMode, lopts LinkerOptions) (*SessionStats, error) {
-	opt.Columns = sessionColumns()
+	opt.Columns = SessionColumns()
 	c := NewSessionCounter(mode, lopts)
 	if _, err := addAll(ctx, paths, opt, c.Add); err != nil {
 		return nil, err

@@ -593,8 +593,8 @@ func BenchmarkLiveBigBodies(b *testing.B) {
 }
 
 // BenchmarkScanColumns: the CPU cost per row of reading what `reel stats`
-// reads (the analysis's columns, "analysis", and with the sessions'
-// columns too, "stats", its default) from a 1M-row recording shaped like bench/memory's traffic
+// reads in its two passes (the analysis's columns, "analysis", then the
+// sessions pass's, "sessions") from a 1M-row recording shaped like bench/memory's traffic
 // (streaming chat, ~20 token gaps a row), through Reader.Scan, beside the
 // peer of the same run: parquet-go reading and decoding the same column
 // chunks' pages alone (decompression, values and levels, nothing put into a
@@ -616,7 +616,7 @@ func BenchmarkScanColumns(b *testing.B) {
 		columns []string
 	}{
 		{"analysis", analysis.ExchangeColumns()},
-		{"stats", append(analysis.ExchangeColumns(), append(analysis.LinkColumns(), "recorder", "seq")...)}, // with sessions, as `reel stats` reads by default
+		{"sessions", analysis.SessionColumns()},
 	} {
 		b.Run(set.name, func(b *testing.B) {
 			var scanCPU, pagesCPU time.Duration
