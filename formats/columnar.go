@@ -350,48 +350,31 @@ func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
 		switch c.field.kind {
 		case kindInt64:
 			if c.indexes != nil {
-				for _, x := range c.indexes[v : v+k] {
-					*(*int64)(dst) = c.dictI64[x]
-					dst = unsafe.Add(dst, size)
-				}
+				scatterDict(dst, size, c.indexes[v:v+k], c.dictI64)
 			} else {
-				for _, x := range c.i64[v : v+k] {
-					*(*int64)(dst) = x
-					dst = unsafe.Add(dst, size)
-				}
+				scatter(dst, size, c.i64[v:v+k])
 			}
 		case kindInt32:
 			if c.indexes != nil {
-				for _, x := range c.indexes[v : v+k] {
-					*(*int32)(dst) = c.dictI32[x]
-					dst = unsafe.Add(dst, size)
-				}
+				scatterDict(dst, size, c.indexes[v:v+k], c.dictI32)
 			} else {
-				for _, x := range c.i32[v : v+k] {
-					*(*int32)(dst) = x
-					dst = unsafe.Add(dst, size)
-				}
+				scatter(dst, size, c.i32[v:v+k])
 			}
 		case kindTime:
 			for j := range k {
-				*(*time.Time)(dst) = time.Unix(0, c.int64At(v+j)*c.timeUnit).UTC()
-				dst = unsafe.Add(dst, size)
+				*(*time.Time)(fieldAt(dst, size, j)) = time.Unix(0, c.int64At(v+j)*c.timeUnit).UTC()
 			}
 		case kindBool:
-			for i := v; i < v+k; i++ {
-				*(*bool)(dst) = c.bits[i>>3]>>(i&7)&1 != 0
-				dst = unsafe.Add(dst, size)
+			for j := range k {
+				i := v + j
+				*(*bool)(fieldAt(dst, size, j)) = c.bits[i>>3]>>(i&7)&1 != 0
 			}
 		case kindString:
 			if c.indexes != nil {
-				for _, x := range c.indexes[v : v+k] {
-					*(*string)(dst) = c.dict[x]
-					dst = unsafe.Add(dst, size)
-				}
+				scatterDict(dst, size, c.indexes[v:v+k], c.dict)
 			} else {
-				for i := v; i < v+k; i++ {
-					*(*string)(dst) = c.plainString(i)
-					dst = unsafe.Add(dst, size)
+				for j := range k {
+					*(*string)(fieldAt(dst, size, j)) = c.plainString(v + j)
 				}
 			}
 		}
@@ -399,6 +382,28 @@ func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
 		c.vpos += k
 	}
 	return nil
+}
+
+// fieldAt is the field of the j-th record from the one at dst (records
+// size bytes apart). Computed from the start each time rather than by
+// stepping a pointer, which would point past the records after the last
+// one (checkptr, under -race, rejects that).
+func fieldAt(dst unsafe.Pointer, size uintptr, j int) unsafe.Pointer {
+	return unsafe.Add(dst, uintptr(j)*size)
+}
+
+// scatter writes vals into the field of consecutive records from dst.
+func scatter[T any](dst unsafe.Pointer, size uintptr, vals []T) {
+	for j, x := range vals {
+		*(*T)(fieldAt(dst, size, j)) = x
+	}
+}
+
+// scatterDict writes dict[indexes[j]] into the field of consecutive records from dst.
+func scatterDict[T any](dst unsafe.Pointer, size uintptr, indexes []int32, dict []T) {
+	for j, x := range indexes {
+		*(*T)(fieldAt(dst, size, j)) = dict[x]
+	}
 }
 
 // decodeOptional decodes an optional INT32 column: one definition level per
