@@ -408,18 +408,7 @@ func columnBytes(b *testing.B, files []string) map[string]int64 {
 	b.Helper()
 	out := map[string]int64{}
 	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pf, err := parquet.OpenFile(f, st.Size())
-		if err != nil {
-			b.Fatal(err)
-		}
+		pf, f := openParquet(b, path)
 		for _, rg := range pf.Metadata().RowGroups {
 			for _, c := range rg.Columns {
 				name := c.MetaData.PathInSchema[0]
@@ -432,6 +421,23 @@ func columnBytes(b *testing.B, files []string) map[string]int64 {
 		f.Close()
 	}
 	return out
+}
+
+// openParquet opens path with parquet-go; the caller closes f.
+func openParquet(b *testing.B, path string) (pf *parquet.File, f *os.File) {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if pf, err = parquet.OpenFile(f, st.Size()); err != nil {
+		b.Fatal(err)
+	}
+	return pf, f
 }
 
 // logColumns logs each dataset's bytes per record by column, largest first
@@ -725,18 +731,7 @@ func pageCPUTime(b *testing.B, dir string, columns []string) time.Duration {
 	}
 	cpu := cputime.Process()
 	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pf, err := parquet.OpenFile(f, st.Size())
-		if err != nil {
-			b.Fatal(err)
-		}
+		pf, f := openParquet(b, path)
 		for _, rg := range pf.RowGroups() {
 			for i, path := range pf.Schema().Columns() {
 				if !want[path[0]] {
