@@ -14,6 +14,34 @@ import (
 
 var t0 = time.Date(2025, 3, 14, 9, 55, 0, 0, time.UTC)
 
+// openDuckDB opens an in-memory DuckDB, closed when the test ends.
+func openDuckDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// writeAll writes recs with a reel writer of opts and closes it.
+func writeAll[T formats.Record](t *testing.T, opts formats.WriterOptions, recs []T) {
+	t.Helper()
+	w, err := formats.NewWriter[T](context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // writeExchanges writes n exchanges 1 s apart from t0 (crossing 10:00, so
 // two hour partitions) in several files, and returns their durations.
 func writeExchanges(t *testing.T, dir string, n int) []float64 {
@@ -79,11 +107,7 @@ func TestDuckDBReadsExchanges(t *testing.T) {
 	}
 	defer open.Close(context.Background())
 
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDuckDB(t)
 	src := fmt.Sprintf("read_parquet('%s', hive_partitioning = true)", datasetGlob(dir))
 
 	var rows, hours, files int64
@@ -138,26 +162,14 @@ func TestDuckDBReadsExchanges(t *testing.T) {
 
 func TestDuckDBReadsResults(t *testing.T) {
 	dir := t.TempDir()
-	w, err := formats.NewWriter[formats.Result](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "replay-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 100 {
+	results := make([]formats.Result, 100)
+	for i := range results {
 		ts := t0.Add(time.Duration(i) * time.Second)
-		r := formats.Result{RunID: "run-1", Seq: int64(i), OrigTs: ts, Frame: ts.Truncate(5 * time.Second),
+		results[i] = formats.Result{RunID: "run-1", Seq: int64(i), OrigTs: ts, Frame: ts.Truncate(5 * time.Second),
 			E2ENs: int64(i) * 1e6, ITLUs: []int32{1, 2, 3, int32(i)}, Status: 200}
-		if err := w.Write(&r); err != nil {
-			t.Fatal(err)
-		}
 	}
-	if err := w.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	writeAll(t, formats.WriterOptions{Dir: dir, Recorder: "replay-1"}, results)
+	db := openDuckDB(t)
 	var n, frames, itl int64
 	var median float64
 	queryRow(t, db, fmt.Sprintf("SELECT count(*), count(DISTINCT frame), sum(len(itl_us)), quantile_cont(e2e_ns / 1e6, 0.5) FROM read_parquet('%s', hive_partitioning = true)",

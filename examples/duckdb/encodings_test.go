@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -33,24 +32,8 @@ func TestDuckDBReadsEveryEncoding(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	w, err := formats.NewWriter[formats.Exchange](context.Background(), formats.WriterOptions{Dir: dir, Recorder: "edge-1", RowGroupRows: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range recs {
-		x := recs[i]
-		if err := w.Write(&x); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	writeAll(t, formats.WriterOptions{Dir: dir, Recorder: "edge-1", RowGroupRows: 1000}, recs)
+	db := openDuckDB(t)
 	check := func(what string) {
 		t.Helper()
 		rows, err := db.Query(fmt.Sprintf(`SELECT seq, ts_unix_ns, epoch_us(ts), query, error, req_body, resp_body,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
@@ -248,11 +247,7 @@ func TestQueries(t *testing.T) {
 	if len(xs) < 200 {
 		t.Fatalf("recorded %d exchanges, want a few hundred", len(xs))
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDuckDB(t)
 	db.SetMaxOpenConns(1)           // the SET and the view belong to one connection
 	db.Exec("SET TimeZone = 'UTC'") // date_trunc on TIMESTAMPTZ follows the session zone; without ICU it is UTC anyway
 	if _, err := db.Exec(fmt.Sprintf("CREATE VIEW exchanges AS SELECT * FROM read_parquet('%s', hive_partitioning = true)",
@@ -486,22 +481,8 @@ func TestSchemaDocTables(t *testing.T) {
 	doc := string(b)
 	exDir, resDir := t.TempDir(), t.TempDir()
 	writeExchanges(t, exDir, 10)
-	w, err := formats.NewWriter[formats.Result](context.Background(), formats.WriterOptions{Dir: resDir, Recorder: "replay", NoSpool: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := formats.Result{OrigTs: t0, Frame: t0}
-	if err := w.Write(&r); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	writeAll(t, formats.WriterOptions{Dir: resDir, Recorder: "replay", NoSpool: true}, []formats.Result{{OrigTs: t0, Frame: t0}})
+	db := openDuckDB(t)
 	describe := func(dir string) [][2]string {
 		rows, err := db.Query(fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet('%s', hive_partitioning = false)", datasetGlob(dir)))
 		if err != nil {
