@@ -345,10 +345,7 @@ func serveBareProxy(upstream string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
+	ln := listenLoopback()
 	fmt.Println(ln.Addr())
 	log.Fatal(http.Serve(ln, barehop.New(u)))
 }

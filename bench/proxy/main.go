@@ -120,6 +120,16 @@ func main() {
 	}
 }
 
+// listenLoopback listens on a free loopback port; a child process prints
+// the address for its parent.
+func listenLoopback() net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ln
+}
+
 // serveUpstream serves trivial endpoints — /json answers a small JSON (or
 // ?size=N bytes), /sse streams 16 chat chunks flushed back to back (or
 // ?gap= apart, with no slot limit) — and
@@ -127,10 +137,7 @@ func main() {
 // uo.service then answers JSON; /gen holds a slot while it streams uo.tokens
 // chunks uo.gap (or ?gap=) apart, as an inference server's decode steps would.
 func serveUpstream(uo upstreamOpts) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
+	ln := listenLoopback()
 	fmt.Println(ln.Addr())
 	chunk := []byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"token "}}]}` + "\n\n")
 	tail := []byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":16}}\n\ndata: [DONE]\n\n")
@@ -215,14 +222,8 @@ func serveProxy(upstream, out string, record bool, rowGroup int64) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
+	ln := listenLoopback()
+	mln := listenLoopback()
 	fmt.Println(ln.Addr(), mln.Addr())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
