@@ -3,6 +3,8 @@ package sse
 import (
 	"bytes"
 	"math/bits"
+
+	"github.com/reelkit/reel/internal/jsonstr"
 )
 
 // fastClassify classifies the common shapes of streaming chunks with one
@@ -502,32 +504,13 @@ func (w *walker) skipString() bool {
 		case c < 0x20:
 			return false
 		case c == '\\':
-			j++
-			if j >= len(w.b) {
-				return false
-			}
-			switch w.b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(w.b) {
-					return false
-				}
-				for _, h := range w.b[j+1 : j+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				j += 4
-			default:
+			var ok bool
+			if j, ok = jsonstr.SkipEscape(w.b, j); !ok {
 				return false
 			}
 		}
 	}
 	return false
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
 // skipNumber checks the JSON number grammar.

@@ -46,28 +46,38 @@ func ValidContent(inner []byte) bool {
 		case c == '"' || c < 0x20:
 			return false
 		case c == '\\':
-			if i+1 >= len(inner) {
-				return false
-			}
-			i++
-			switch inner[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+5 > len(inner) {
-					return false
-				}
-				for _, h := range inner[i+1 : i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				i += 4
-			default:
+			var ok bool
+			if i, ok = SkipEscape(inner, i); !ok {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// SkipEscape checks the escape that starts with the backslash at b[i]: one
+// of \" \\ \/ \b \f \n \r \t, or \u with four hex digits. It returns the
+// index of the escape's last byte; ok is false when b holds no such escape
+// at i.
+func SkipEscape(b []byte, i int) (last int, ok bool) {
+	if i+1 >= len(b) {
+		return i, false
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 1, true
+	case 'u':
+		if i+6 > len(b) {
+			return i, false
+		}
+		for _, h := range b[i+2 : i+6] {
+			if !isHex(h) {
+				return i, false
+			}
+		}
+		return i + 5, true
+	}
+	return i, false
 }
 
 func isHex(c byte) bool {
