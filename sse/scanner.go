@@ -150,8 +150,14 @@ func (s *Scanner) processLine(line []byte, cut bool, ev *Event, emit func(*Event
 	}
 	switch string(field) {
 	case "data":
+		// The "\n" joining data lines counts against the bound too: a full
+		// event that gets another data line is truncated, not one byte over.
 		if s.hasData {
-			s.data = append(s.data, '\n')
+			if len(s.data) < s.max {
+				s.data = append(s.data, '\n')
+			} else {
+				cut = true
+			}
 		}
 		s.hasData = true
 		room := s.max - len(s.data)

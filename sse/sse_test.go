@@ -71,6 +71,12 @@ func TestScannerMaxEvent(t *testing.T) {
 	if cap(s.line) > 64 || cap(s.data) > 64 {
 		t.Fatalf("scanner buffered %d/%d bytes for an 8-byte limit", cap(s.line), cap(s.data))
 	}
+	// A full event that gets another data line: the joining "\n" would be
+	// byte 9 (found by FuzzScanner).
+	full := scanAll(t, NewScanner(Options{MaxEvent: 8}), []string{"data: 12345678\ndata\n\n"})
+	if len(full) != 1 || full[0].data != "12345678" || !full[0].trunc {
+		t.Fatalf("full event with another data line: got %+v", full)
+	}
 }
 
 func TestClassify(t *testing.T) {
