@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // RedactExchange redacts everything the recorder filled raw, in place:
@@ -18,6 +19,20 @@ import (
 // body could not be redacted; that body is then emptied (its size fields
 // are kept). It never panics.
 func (r *Redactor) RedactExchange(x *formats.Exchange) {
+	r.redactExchange(x, nil, false)
+}
+
+// RedactExchangeRequest is RedactExchange for a caller that has decoded
+// x's raw request body with sse.ParseRequest already (the recorder, for its
+// enrichment): req is that decode, nil when the body is not a JSON request,
+// and the turn links read it instead of decoding the body again.
+func (r *Redactor) RedactExchangeRequest(x *formats.Exchange, req *sse.Request) {
+	r.redactExchange(x, req, true)
+}
+
+// redactExchange is RedactExchange with the request decoded (req, when
+// decoded is true) or to be decoded here.
+func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded bool) {
 	var errs []string
 	defer func() {
 		if p := recover(); p != nil { // fail closed: nothing raw may survive
@@ -29,7 +44,10 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
-	linkTurns(x, r.mac, r.putMAC) // from the raw bodies, before they are redacted
+	if !decoded {
+		req = conversationRequest(x)
+	}
+	linkTurns(x, req, r.mac, r.putMAC) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client = r.redactClient(x.Client)

@@ -9,6 +9,8 @@
 // of the first token-bearing event, gaps between token-bearing events and
 // output tokens. The recorder and the replayer's client both use this
 // package, so recorded and replayed timings mean the same thing.
+// ParseRequest reads the fields of an LLM API request body that the
+// recorder's enrichment and the turn links read, in one pass.
 //
 // The scanner follows the WHATWG event-stream rules that matter for timing:
 // lines end in "\n", "\r\n" or "\r"; an empty line dispatches the event;
