@@ -28,7 +28,8 @@ import (
 // Options.MaxEvent is zero.
 const DefaultMaxEvent = 1 << 20
 
-// maxName bounds an event's name; longer names are cut.
+// maxName bounds an event's name; longer names are cut (to Options.MaxEvent
+// where that is smaller, so that a name line never outgrows the carried line).
 const maxName = 256
 
 // Options configure a Scanner. The zero value works.
@@ -125,9 +126,11 @@ func (s *Scanner) Flush(at time.Time, emit func(*Event)) {
 	s.dispatch(ev, emit)
 }
 
-// carry appends part of an unfinished line, bounded by max.
+// carry appends part of an unfinished line, bounded by max plus the longest
+// field prefix whose value is kept, so that a line cut here keeps at least
+// what processLine keeps of the same line seen whole.
 func (s *Scanner) carry(p []byte) {
-	room := s.max + len("data: ") - len(s.line)
+	room := s.max + len("event: ") - len(s.line)
 	if len(p) > room {
 		p = p[:max(room, 0)]
 		s.lineCut = true
@@ -172,8 +175,8 @@ func (s *Scanner) processLine(line []byte, cut bool, ev *Event, emit func(*Event
 			s.trunc = true
 		}
 	case "event":
-		if len(value) > maxName {
-			value = value[:maxName]
+		if n := min(maxName, s.max); len(value) > n {
+			value = value[:n]
 		}
 		s.name = append(s.name[:0], value...)
 	}
