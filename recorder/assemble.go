@@ -79,7 +79,7 @@ func EpochBase(epoch time.Time) int64 {
 // concurrent use; each Recording it returns is used by one exchange.
 type Assembler struct {
 	cfg     Config
-	ctxKeys []string // canonical names of non-typed context headers
+	ctxKeys []contextKey // the non-typed context headers
 	seq     atomic.Int64
 	conns   atomic.Int64
 	// lastUnsized is the length of the latest response body of unknown
@@ -113,7 +113,7 @@ func NewAssembler(cfg Config) *Assembler {
 		if h == "" || h == HeaderBatchSize || h == HeaderQueueDepth {
 			continue
 		}
-		a.ctxKeys = append(a.ctxKeys, h)
+		a.ctxKeys = append(a.ctxKeys, contextKey{name: h, canon: textproto.CanonicalMIMEHeaderKey(h)})
 	}
 	a.cfg.SessionHeader = textproto.CanonicalMIMEHeaderKey(cfg.SessionHeader)
 	return a
@@ -354,21 +354,32 @@ func (r *Recording) applyContext(h http.Header) {
 	if h == nil {
 		return
 	}
-	if v := h.Get(HeaderBatchSize); v != "" {
+	if v := h.Get(canonBatchSize); v != "" {
 		r.x.BatchSize = parseInt32(v)
 	}
-	if v := h.Get(HeaderQueueDepth); v != "" {
+	if v := h.Get(canonQueueDepth); v != "" {
 		r.x.QueueDepth = parseInt32(v)
 	}
 	for _, k := range r.a.ctxKeys {
-		if v := h.Get(k); v != "" {
+		if v := h.Get(k.canon); v != "" {
 			if r.x.Context == nil {
 				r.x.Context = make(map[string]string, len(r.a.ctxKeys))
 			}
-			r.x.Context[k] = v
+			r.x.Context[k.name] = v
 		}
 	}
 }
+
+// contextKey is a context header's name: lower-case as the context column
+// keeps it, and canonical, which http.Header.Get looks up without
+// allocating.
+type contextKey struct{ name, canon string }
+
+// The typed context headers' canonical names.
+var (
+	canonBatchSize  = textproto.CanonicalMIMEHeaderKey(HeaderBatchSize)
+	canonQueueDepth = textproto.CanonicalMIMEHeaderKey(HeaderQueueDepth)
+)
 
 // contextOnly copies the context headers of h, so the request header map is
 // not retained.
@@ -382,10 +393,10 @@ func contextOnly(h http.Header, a *Assembler) http.Header {
 			out.Set(k, v)
 		}
 	}
-	take(HeaderBatchSize)
-	take(HeaderQueueDepth)
+	take(canonBatchSize)
+	take(canonQueueDepth)
 	for _, k := range a.ctxKeys {
-		take(k)
+		take(k.canon)
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/reelkit/reel/formats"
@@ -25,12 +24,29 @@ func Enrich(x *formats.Exchange) { EnrichWith(x, ApproxTokens) }
 // usage always wins. Bodies that are not JSON are left alone; a truncated
 // request body is estimated from its original size (a token per 4 bytes).
 func EnrichWith(x *formats.Exchange, tc TokenCounter) {
-	api := sse.APIForPath(x.Path)
-	var req requestJSON
-	parsed := false
-	if looksJSON(x.ReqContentType, x.ReqBody) && !x.ReqBodyTrunc {
-		parsed = json.Unmarshal(x.ReqBody, &req) == nil
+	enrichRequest(x, tc, parseRequest(x))
+}
+
+// parseRequest decodes x's raw request body for every reader of it, so
+// that the pipeline decodes it once for enrichment and the turn links
+// (redact.Redactor.RedactExchangeRequest); nil when the body was truncated,
+// is not JSON or is not a request (sse.ParseRequest).
+func parseRequest(x *formats.Exchange) *sse.Request {
+	if x.ReqBodyTrunc || !looksJSON(x.ReqContentType, x.ReqBody) {
+		return nil
 	}
+	req, err := sse.ParseRequest(x.ReqBody)
+	if err != nil {
+		return nil
+	}
+	return &req
+}
+
+// enrichRequest is EnrichWith with x's request body decoded by
+// parseRequest already.
+func enrichRequest(x *formats.Exchange, tc TokenCounter, req *sse.Request) {
+	api := sse.APIForPath(x.Path)
+	parsed := req != nil
 	if api == sse.Unknown && parsed && (req.Messages != nil || len(req.Prompt) > 0) {
 		api = sse.ChatCompletions // an OpenAI-shaped body on an unusual path
 		if len(req.Messages) == 0 {
@@ -44,7 +60,7 @@ func EnrichWith(x *formats.Exchange, tc TokenCounter) {
 		x.Stream = x.Stream || req.Stream
 		if x.MaxTokens == 0 {
 			for _, f := range api.MaxOutputFields() {
-				if n := req.maxOutput(f); n > 0 {
+				if n := req.MaxOutput(f); n > 0 {
 					x.MaxTokens = clamp32(n)
 					break
 				}
@@ -72,7 +88,7 @@ func EnrichWith(x *formats.Exchange, tc TokenCounter) {
 		return
 	}
 	if parsed {
-		if est, ok := estimateRequest(api, &req, tc); ok {
+		if est, ok := estimateRequest(api, req, tc); ok {
 			x.PromptTokens = clamp32(int64(max(est.Tokens, 1)))
 			x.PromptTokensSource = formats.TokensFromEstimate
 			if est.Uncounted > 0 {

@@ -257,9 +257,14 @@ func (p *pipeline) prepare(x *formats.Exchange) {
 	if x.Session == "" && len(p.sessionFields) > 0 && !x.ReqBodyTrunc {
 		x.Session = sessionFromBody(x.ReqBody, p.sessionFields)
 	}
-	EnrichWith(x, p.opts.PromptTokens)
+	req := parseRequest(x) // once, for enrichment and the turn links
+	enrichRequest(x, p.opts.PromptTokens, req)
 	if p.red != nil {
-		p.red.RedactExchange(x)
+		if rr, ok := p.red.(requestRedactor); ok {
+			rr.RedactExchangeRequest(x, req)
+		} else {
+			p.red.RedactExchange(x)
+		}
 		if x.RedactErr != "" {
 			p.m.RedactionErrors.Inc()
 		}

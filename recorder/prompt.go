@@ -127,27 +127,30 @@ type PromptEstimate struct {
 //
 // ok is false when body is not a request of that API.
 func EstimatePrompt(api sse.API, body []byte, tc TokenCounter) (est PromptEstimate, ok bool) {
-	var req requestJSON
-	if json.Unmarshal(body, &req) != nil {
+	req, err := sse.ParseRequest(body)
+	if err != nil {
 		return est, false
 	}
 	return estimateRequest(api, &req, tc)
 }
 
 // estimateRequest is EstimatePrompt on a decoded request.
-func estimateRequest(api sse.API, req *requestJSON, tc TokenCounter) (est PromptEstimate, ok bool) {
+func estimateRequest(api sse.API, req *sse.Request, tc TokenCounter) (est PromptEstimate, ok bool) {
 	e := estimator{tc: tc, anthropic: api == sse.AnthropicMessages}
 	switch api {
 	case sse.ChatCompletions, sse.AnthropicMessages:
 		if len(req.Messages) == 0 {
 			return est, false
 		}
-		if !req.System.empty() && api == sse.AnthropicMessages {
-			e.message("system", &req.System)
+		if api == sse.AnthropicMessages {
+			if sys := decodeContent(req.System); !sys.empty() {
+				e.message("system", &sys)
+			}
 		}
 		for i := range req.Messages {
 			m := &req.Messages[i]
-			e.message(m.Role, &m.Content)
+			content := decodeContent(m.Content)
+			e.message(m.Role, &content)
 			e.toolCalls(m.ToolCalls)
 		}
 		e.n += chatReplyPriming
@@ -179,42 +182,6 @@ func estimateRequest(api sse.API, req *requestJSON, tc TokenCounter) (est Prompt
 	return PromptEstimate{Tokens: e.n, Uncounted: e.uncounted, Images: e.images}, true
 }
 
-// requestJSON holds the fields of every API's request that the recorder
-// reads: the model and output cap (Enrich) and the prompt-bearing fields,
-// walked by the estimator. It is decoded once per exchange.
-type requestJSON struct {
-	Model               string `json:"model"`
-	Stream              bool   `json:"stream"`
-	MaxTokens           int64  `json:"max_tokens"`
-	MaxCompletionTokens int64  `json:"max_completion_tokens"`
-	MaxOutputTokens     int64  `json:"max_output_tokens"`
-
-	Messages []struct {
-		Role      string          `json:"role"`
-		Content   contentJSON     `json:"content"`
-		ToolCalls json.RawMessage `json:"tool_calls"`
-	} `json:"messages"`
-	System       contentJSON     `json:"system"` // Anthropic
-	Prompt       json.RawMessage `json:"prompt"`
-	Input        json.RawMessage `json:"input"` // Responses, embeddings
-	Instructions string          `json:"instructions"`
-	Tools        json.RawMessage `json:"tools"`
-	Functions    json.RawMessage `json:"functions"` // chat's legacy functions
-}
-
-// maxOutput returns the value of an output-cap field (sse.API.MaxOutputFields).
-func (r *requestJSON) maxOutput(field string) int64 {
-	switch field {
-	case "max_tokens":
-		return r.MaxTokens
-	case "max_completion_tokens":
-		return r.MaxCompletionTokens
-	case "max_output_tokens":
-		return r.MaxOutputTokens
-	}
-	return 0
-}
-
 // contentJSON is a message content as the APIs spell it: a string, a list
 // of parts, null, or (rarely) another value, kept as written. It decodes in
 // the one pass over the body, so a large image is read once.
@@ -240,6 +207,13 @@ func (c *contentJSON) UnmarshalJSON(b []byte) error {
 	}
 	c.other = string(b)
 	return nil
+}
+
+// decodeContent decodes a raw message content (nothing when raw is empty).
+func decodeContent(raw json.RawMessage) contentJSON {
+	var c contentJSON
+	_ = c.UnmarshalJSON(raw) // a content of any shape decodes: unusual ones are kept as written
+	return c
 }
 
 func (c *contentJSON) empty() bool { return c.text == "" && c.parts == nil && c.other == "" }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reelkit/reel/analysis"
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // Sink stores exchanges; *formats.Writer[formats.Exchange] is one. Write is
@@ -24,6 +25,14 @@ type Sink interface {
 // *redact.Redactor is one. It must fail closed, reporting in x.RedactErr.
 type Redactor interface {
 	RedactExchange(x *formats.Exchange)
+}
+
+// requestRedactor is a Redactor that reads the request the pipeline
+// decoded for its enrichment instead of decoding the body again
+// (*redact.Redactor is one); req is nil when the body is not a JSON
+// request.
+type requestRedactor interface {
+	RedactExchangeRequest(x *formats.Exchange, req *sse.Request)
 }
 
 // Filter selects the exchanges to record. Empty lists match everything.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/sse"
 )
 
 // RedactExchange redacts everything the recorder filled raw, in place:
@@ -18,6 +20,20 @@ import (
 // body could not be redacted; that body is then emptied (its size fields
 // are kept). It never panics.
 func (r *Redactor) RedactExchange(x *formats.Exchange) {
+	r.redactExchange(x, nil, false)
+}
+
+// RedactExchangeRequest is RedactExchange for a caller that has decoded
+// x's raw request body with sse.ParseRequest already (the recorder, for its
+// enrichment): req is that decode, nil when the body is not a JSON request,
+// and the turn links read it instead of decoding the body again.
+func (r *Redactor) RedactExchangeRequest(x *formats.Exchange, req *sse.Request) {
+	r.redactExchange(x, req, true)
+}
+
+// redactExchange is RedactExchange with the request decoded (req, when
+// decoded is true) or to be decoded here.
+func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded bool) {
 	var errs []string
 	defer func() {
 		if p := recover(); p != nil { // fail closed: nothing raw may survive
@@ -29,7 +45,10 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 			x.RedactErr = strings.Join(errs, "; ")
 		}
 	}()
-	linkTurns(x, r.mac, r.putMAC) // from the raw bodies, before they are redacted
+	if !decoded {
+		req = conversationRequest(x)
+	}
+	linkTurns(x, req, r.mac, r.putMAC) // from the raw bodies, before they are redacted
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client = r.redactClient(x.Client)
@@ -83,30 +102,56 @@ func (r *Redactor) RedactExchange(x *formats.Exchange) {
 	x.RedactErr = strings.Join(errs, "; ")
 }
 
-// maxClientMemo bounds the client addresses redactClient remembers; the
-// memo starts again when it is full.
-const maxClientMemo = 4096
-
 // redactClient is detect for the client column, remembered per address:
 // the exchanges of one keep-alive connection share their client address,
 // and finding and replacing an address costs more than the rest of the
-// columns together. detect depends only on the value and the key, so the
-// memo changes nothing stored.
+// columns together.
 func (r *Redactor) redactClient(s string) string {
-	r.clientMu.Lock()
-	v, ok := r.clients[s]
-	r.clientMu.Unlock()
-	if ok {
-		return v
-	}
-	v, _ = r.detect(s)
-	r.clientMu.Lock()
-	if r.clients == nil || len(r.clients) >= maxClientMemo {
-		r.clients = make(map[string]string)
-	}
-	r.clients[s] = v
-	r.clientMu.Unlock()
+	v, _ := r.clients.detect(r, s)
 	return v
+}
+
+// maxMemo bounds the values a detectMemo remembers; it starts again when it
+// is full.
+const maxMemo = 4096
+
+// maxMemoValue bounds the length of a value a detectMemo remembers, so
+// that a full memo holds at most about maxMemo*maxMemoValue bytes.
+const maxMemoValue = 256
+
+// detectMemo remembers detect's answers for values that repeat from one
+// exchange to the next (a connection's client address, a client's
+// User-Agent, a content type). detect depends only on the value and the
+// key, so the memo changes nothing stored.
+type detectMemo struct {
+	mu sync.Mutex          // guards m
+	m  map[string]detected // value → what detect made of it
+}
+
+type detected struct {
+	v       string
+	changed bool
+}
+
+// detect is r.detect(s), remembered.
+func (m *detectMemo) detect(r *Redactor, s string) (string, bool) {
+	if len(s) > maxMemoValue {
+		return r.detect(s)
+	}
+	m.mu.Lock()
+	d, ok := m.m[s]
+	m.mu.Unlock()
+	if ok {
+		return d.v, d.changed
+	}
+	d.v, d.changed = r.detect(s)
+	m.mu.Lock()
+	if m.m == nil || len(m.m) >= maxMemo {
+		m.m = make(map[string]detected)
+	}
+	m.m[s] = d
+	m.mu.Unlock()
+	return d.v, d.changed
 }
 
 func reason(err error) string {
@@ -143,7 +188,7 @@ func (r *Redactor) RedactHeaders(h map[string]string) {
 			if !isMarker(v) {
 				h[k] = redactedMarker(v)
 			}
-		} else if nv, changed := r.detect(v); changed {
+		} else if nv, changed := r.headerValues.detect(r, v); changed {
 			h[k] = nv
 		}
 		if needsScan(k) {

@@ -581,14 +581,33 @@ func TestRedactClientMemo(t *testing.T) {
 			t.Fatalf("address %q kept raw", addr)
 		}
 	}
-	for i := range maxClientMemo + 10 {
+	for i := range maxMemo + 10 {
 		r.redactClient(fmt.Sprintf("198.51.100.%d:%d", i%250, i))
 	}
-	if n := len(r.clients); n > maxClientMemo {
-		t.Fatalf("memo holds %d addresses, bound %d", n, maxClientMemo)
+	if n := len(r.clients.m); n > maxMemo {
+		t.Fatalf("memo holds %d addresses, bound %d", n, maxMemo)
 	}
 	want, _ := r.detect("198.51.100.9:9")
 	if got := r.redactClient("198.51.100.9:9"); got != want {
 		t.Fatalf("after the memo restarted: %q, want %q", got, want)
+	}
+}
+
+// TestRedactHeaderMemo: a kept header's value is redacted as detecting it
+// afresh gives, on every exchange that repeats it.
+func TestRedactHeaderMemo(t *testing.T) {
+	r := testRedactor(t)
+	for _, ua := range []string{"Go-http-client/1.1", "crawler (mailto:ops@example.com)", "python-requests/2.31.0 203.0.113.9", strings.Repeat("x@example.com ", 30)} {
+		want, _ := r.detect(ua)
+		for i := range 3 {
+			h := map[string]string{"user-agent": ua}
+			r.RedactHeaders(h)
+			if h["user-agent"] != want {
+				t.Fatalf("call %d: %q redacted to %q, want %q", i, ua, h["user-agent"], want)
+			}
+		}
+		if strings.Contains(ua, "@") && strings.Contains(want, "ops@example.com") {
+			t.Fatalf("email kept raw in %q", want)
+		}
 	}
 }

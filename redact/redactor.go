@@ -80,8 +80,8 @@ type Redactor struct {
 	jobs sync.Pool // *job
 	bufs sync.Pool // *[]byte scratch for seed
 
-	clientMu sync.Mutex        // guards clients
-	clients  map[string]string // client address → its redacted form (redactClient)
+	clients      detectMemo // client addresses (redactClient)
+	headerValues detectMemo // values of kept headers (RedactHeaders)
 
 	// walkEveryEvent turns reframe off: the tests' reference output.
 	walkEveryEvent bool

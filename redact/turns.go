@@ -55,18 +55,34 @@ const domainTurns = "reel/turn-links/1"
 // conversation (or, for TurnKey, when its answer was not seen whole). It
 // must run before the bodies are redacted; RedactExchange calls it.
 func LinkTurns(x *formats.Exchange, key []byte) {
-	linkTurns(x, func() hash.Hash { return hmac.New(sha256.New, key) }, nil)
+	linkTurns(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil)
 }
 
-// linkTurns is LinkTurns with the keyed MAC from newMAC, handed back to
-// done (when not nil) after use: RedactExchange lends its pooled one.
-func linkTurns(x *formats.Exchange, newMAC func() hash.Hash, done func(hash.Hash)) {
-	x.TurnKey, x.ParentTurnKey = 0, 0
-	if x.ReqBodyTrunc || !bytes.Contains(x.ReqBody, []byte(`"messages"`)) || encoded(x.ReqHeaders) {
-		return
+// conversationRequest decodes x's raw request body for the turn links; nil
+// when it cannot hold a conversation.
+func conversationRequest(x *formats.Exchange) *sse.Request {
+	if !mayLink(x) {
+		return nil
 	}
-	var req chatRequest
-	if json.Unmarshal(x.ReqBody, &req) != nil || len(req.Messages) == 0 {
+	req, err := sse.ParseRequest(x.ReqBody)
+	if err != nil {
+		return nil
+	}
+	return &req
+}
+
+// mayLink reports whether x's request body may be a conversation to link:
+// whole, not content-encoded, with messages.
+func mayLink(x *formats.Exchange) bool {
+	return !x.ReqBodyTrunc && bytes.Contains(x.ReqBody, []byte(`"messages"`)) && !encoded(x.ReqHeaders)
+}
+
+// linkTurns is LinkTurns with x's request decoded (req; nil when it is not
+// a JSON request) and the keyed MAC from newMAC, handed back to done (when
+// not nil) after use: RedactExchange lends its pooled one.
+func linkTurns(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) {
+	x.TurnKey, x.ParentTurnKey = 0, 0
+	if req == nil || len(req.Messages) == 0 || !mayLink(x) {
 		return
 	}
 	msgs := make([]canonMessage, 0, len(req.Messages)+2)
@@ -76,7 +92,11 @@ func linkTurns(x *formats.Exchange, newMAC func() hash.Hash, done func(hash.Hash
 		msgs = append(msgs, sys)
 	}
 	for i := range req.Messages {
-		msgs = append(msgs, req.Messages[i].canon())
+		m, ok := canonRequestMessage(&req.Messages[i])
+		if !ok {
+			return
+		}
+		msgs = append(msgs, m)
 	}
 	mac := newMAC()
 	if done != nil {
@@ -142,13 +162,6 @@ func (m *canonMessage) appendTo(b []byte) []byte {
 	return append(b, 'E')
 }
 
-// chatRequest is the part of an OpenAI chat or Anthropic messages request
-// that makes up the conversation.
-type chatRequest struct {
-	System   json.RawMessage `json:"system"` // Anthropic: a string or text blocks
-	Messages []chatMessage   `json:"messages"`
-}
-
 type chatMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
@@ -162,6 +175,17 @@ type toolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+}
+
+// canonRequestMessage is a request message in canonical form; false when
+// its tool calls are not a list of calls (the request is then not linked,
+// as when it does not decode).
+func canonRequestMessage(rm *sse.Message) (canonMessage, bool) {
+	m := chatMessage{Role: rm.Role, Content: rm.Content, ToolCallID: rm.ToolCallID}
+	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &m.ToolCalls) != nil {
+		return canonMessage{}, false
+	}
+	return m.canon(), true
 }
 
 func (m *chatMessage) canon() canonMessage {

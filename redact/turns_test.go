@@ -111,8 +111,20 @@ func TestLinkTurns(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := chatExchange(tc.b, 200, "application/json", `{"choices":[{"message":{"role":"assistant","content":"ok"}}]}`)
+			a2, b2 := cloneExchange(tc.a), cloneExchange(b)
 			r.RedactExchange(tc.a)
 			r.RedactExchange(b)
+			// The recorder's way: the request decoded once, before redaction.
+			for _, x := range []*formats.Exchange{a2, b2} {
+				req, err := sse.ParseRequest(x.ReqBody)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.RedactExchangeRequest(x, &req)
+			}
+			if a2.TurnKey != tc.a.TurnKey || b2.ParentTurnKey != b.ParentTurnKey || !bytes.Equal(b2.ReqBody, b.ReqBody) {
+				t.Fatalf("with the request decoded by the caller: turn_key %x parent %x, want %x %x", a2.TurnKey, b2.ParentTurnKey, tc.a.TurnKey, b.ParentTurnKey)
+			}
 			if b.ParentTurnKey == 0 {
 				t.Fatal("follow-up has no parent key")
 			}
@@ -124,6 +136,13 @@ func TestLinkTurns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cloneExchange copies what chatExchange fills, bodies included.
+func cloneExchange(x *formats.Exchange) *formats.Exchange {
+	c := *x
+	c.ReqBody, c.RespBody = bytes.Clone(x.ReqBody), bytes.Clone(x.RespBody)
+	return &c
 }
 
 func TestLinkTurnsKeyedAndQuiet(t *testing.T) {

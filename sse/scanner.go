@@ -9,6 +9,8 @@
 // of the first token-bearing event, gaps between token-bearing events and
 // output tokens. The recorder and the replayer's client both use this
 // package, so recorded and replayed timings mean the same thing.
+// ParseRequest reads the fields of an LLM API request body that the
+// recorder's enrichment and the turn links read, in one pass.
 //
 // The scanner follows the WHATWG event-stream rules that matter for timing:
 // lines end in "\n", "\r\n" or "\r"; an empty line dispatches the event;
@@ -26,7 +28,8 @@ import (
 // Options.MaxEvent is zero.
 const DefaultMaxEvent = 1 << 20
 
-// maxName bounds an event's name; longer names are cut.
+// maxName bounds an event's name; longer names are cut (to Options.MaxEvent
+// where that is smaller, so that a name line never outgrows the carried line).
 const maxName = 256
 
 // Options configure a Scanner. The zero value works.
@@ -123,9 +126,11 @@ func (s *Scanner) Flush(at time.Time, emit func(*Event)) {
 	s.dispatch(ev, emit)
 }
 
-// carry appends part of an unfinished line, bounded by max.
+// carry appends part of an unfinished line, bounded by max plus the longest
+// field prefix whose value is kept, so that a line cut here keeps at least
+// what processLine keeps of the same line seen whole.
 func (s *Scanner) carry(p []byte) {
-	room := s.max + len("data: ") - len(s.line)
+	room := s.max + len("event: ") - len(s.line)
 	if len(p) > room {
 		p = p[:max(room, 0)]
 		s.lineCut = true
@@ -170,8 +175,8 @@ func (s *Scanner) processLine(line []byte, cut bool, ev *Event, emit func(*Event
 			s.trunc = true
 		}
 	case "event":
-		if len(value) > maxName {
-			value = value[:maxName]
+		if n := min(maxName, s.max); len(value) > n {
+			value = value[:n]
 		}
 		s.name = append(s.name[:0], value...)
 	}

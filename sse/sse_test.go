@@ -77,6 +77,14 @@ func TestScannerMaxEvent(t *testing.T) {
 	if len(full) != 1 || full[0].data != "12345678" || !full[0].trunc {
 		t.Fatalf("full event with another data line: got %+v", full)
 	}
+	// A name line longer than the carried-line bound: whole or carried over
+	// a Feed boundary, the name is cut at the same length (FuzzScanner).
+	name := "event:" + strings.Repeat("n", 20) + "\rdata\n\n"
+	whole := scanAll(t, NewScanner(Options{MaxEvent: 8}), []string{name})
+	split := scanAll(t, NewScanner(Options{MaxEvent: 8}), []string{name[:1], name[1:]})
+	if fmt.Sprint(whole) != fmt.Sprint(split) || len(whole) != 1 || whole[0].name != "nnnnnnnn" {
+		t.Fatalf("long name: whole %+v, split %+v", whole, split)
+	}
 }
 
 func TestClassify(t *testing.T) {
