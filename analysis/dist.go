@@ -64,8 +64,9 @@ func (d *dist) add(b *exactBudget, v int64) {
 	d.addSample(b, &x)
 }
 
-// addSample adds x.v, finding its sketch bin through x (see sample).
-func (d *dist) addSample(b *exactBudget, s *sample) {
+// addSample adds x.v, finding its sketch bin through x (see sample), and
+// returns how many cells its sketch grew by (0 while exact).
+func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	v := s.v
 	d.n++
 	if d.n == 1 {
@@ -76,18 +77,20 @@ func (d *dist) addSample(b *exactBudget, s *sample) {
 	x := float64(v) - d.shift
 	d.sum += x
 	d.sumSq += x * x
-	if d.sk != nil {
-		if grown := d.sk.addSample(s, 1); grown != 0 && b.limit > 0 {
-			if b.held += int64(grown); b.held > max(b.limit, b.next) {
-				b.shed()
+	if sk := d.sk; sk != nil {
+		if v > 0 { // most values: a bin the sketch has room for, counted here
+			if j := s.binOf() - sk.pos.offset; uint(j) < uint(len(sk.pos.counts)) {
+				sk.pos.counts[j]++
+				return 0
 			}
 		}
-		return
+		grown = sk.addSample(s, 1)
+		b.grow(grown)
+		return grown
 	}
 	if b.limit <= 0 {
 		d.sk = &sketch{}
-		d.sk.addSample(s, 1)
-		return
+		return d.sk.addSample(s, 1)
 	}
 	if !d.tracked {
 		d.tracked = true
@@ -101,6 +104,16 @@ func (d *dist) addSample(b *exactBudget, s *sample) {
 	d.sorted = false
 	if b.held++; b.held > max(b.limit, b.next) {
 		b.shed()
+	}
+	return 0
+}
+
+// grow counts cells a sketch grew by, shedding when over the limit.
+func (b *exactBudget) grow(cells int) {
+	if cells != 0 && b.limit > 0 {
+		if b.held += int64(cells); b.held > max(b.limit, b.next) {
+			b.shed()
+		}
 	}
 }
 
@@ -154,6 +167,18 @@ func (d *dist) copyFrom(b *exactBudget, src *dist) {
 		b.dists = append(b.dists, d)
 		b.held += int64(len(d.vals))
 	}
+}
+
+// cloneSketched makes d a copy of src, a sketch, its bins' capacity
+// included, without counting them against a budget: the caller's
+// budget already counts them (see groupAcc.whole).
+func (d *dist) cloneSketched(src *dist) {
+	*d = *src
+	d.tracked = false
+	sk := *src.sk
+	sk.pos.counts = append(make([]int64, 0, cap(sk.pos.counts)), sk.pos.counts...)
+	sk.neg.counts = append(make([]int64, 0, cap(sk.neg.counts)), sk.neg.counts...)
+	d.sk = &sk
 }
 
 func (d *dist) toSketch() {
@@ -358,9 +383,11 @@ func (a *Analyzer) heldBytes() int {
 			n += f.lat[i].bytes()
 		}
 	}
-	for _, gs := range [][]*groupAcc{a.byRoute, a.byModel, a.byClass, a.byBucket} {
-		for _, g := range gs {
-			n += g.e2e.bytes() + g.ttft.bytes() + g.tpot.bytes()
+	for _, gs := range []*groupSet{&a.byRoute, &a.byModel, &a.byClass, &a.byBucket} {
+		for _, g := range gs.groups {
+			for k := range g.lat {
+				n += g.lat[k].bytes()
+			}
 		}
 	}
 	return n
