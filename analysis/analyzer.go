@@ -123,8 +123,8 @@ type Analyzer struct {
 	originSet bool
 
 	routes, models, classes   dict
-	byRoute, byModel, byClass []*groupAcc // by dict id
-	byBucket                  []*groupAcc // by prompt bucket (LengthBuckets, then unknown)
+	byRoute, byModel, byClass groupSet // by dict id
+	byBucket                  groupSet // by prompt bucket (LengthBuckets, then unknown)
 
 	// ITL gaps, µs: per event (itl) and per token (itlToken) agree for
 	// streams whose every event carries one token, so those gaps are
@@ -140,7 +140,7 @@ type Analyzer struct {
 	minStart   int64 // earliest t_sched
 	maxEnd     int64 // latest request end
 	sumE2E     float64
-	inflight   endHeap
+	inflight   inFlight
 	peakFlight int
 	tokensSec  secondSums // second since epoch → output tokens
 	recordings int64
@@ -212,28 +212,109 @@ type frameAcc struct {
 	prompt dist // known prompt lengths, for the long-prompt share
 }
 
+// groupCols are the latency columns a group keeps a distribution of, by
+// their index in groupAcc.lat.
+var groupCols = [...]int{groupE2E: colE2E, groupTTFT: colTTFT, groupTPOT: colTPOT}
+
+const (
+	groupE2E = iota
+	groupTTFT
+	groupTPOT
+)
+
 // groupAcc accumulates one breakdown key.
 type groupAcc struct {
-	n, ok           int64
-	e2e, ttft, tpot dist
-	cache           cacheAcc
+	n, ok int64
+	lat   [len(groupCols)]dist // read through dist: not kept while the run's is the same
+	// whole[k]: every groupCols[k] value of the run so far was this
+	// group's, and both distributions are sketches, so they are the same
+	// sketch: the run's (whole[k]) stands for lat[k], which holds nothing
+	// (see groupSet). Most traffic has one route and one status class.
+	whole [len(groupCols)]*dist
+	cache cacheAcc
 }
 
-func (g *groupAcc) add(b *exactBudget, o *observation, ok bool, lat *[numCols]sample) {
+// dist returns the group's distribution of groupCols[k].
+func (g *groupAcc) dist(k int) *dist {
+	if g.whole[k] != nil {
+		return g.whole[k]
+	}
+	return &g.lat[k]
+}
+
+// groupSet is one breakdown (routes, models, status classes or prompt
+// buckets): its groups, and for each of groupCols the one whose
+// distribution is the run's, if any.
+type groupSet struct {
+	groups []*groupAcc
+	whole  [len(groupCols)]*groupAcc
+	own    bool // every group keeps its own distributions (tests compare)
+}
+
+// at returns group id, adding groups up to it.
+func (s *groupSet) at(id int32) *groupAcc {
+	for int(id) >= len(s.groups) {
+		s.groups = append(s.groups, &groupAcc{})
+	}
+	return s.groups[id]
+}
+
+// leave is called with a request's group before the run's distributions
+// take its values: a group whose distribution was the run's and that does
+// not hold the request gets its own, a copy of the run's so far.
+func (s *groupSet) leave(g *groupAcc, lat *[numCols]int64) {
+	if s.whole == [len(groupCols)]*groupAcc{g, g, g} || s.whole == [len(groupCols)]*groupAcc{} {
+		return // the request's group is the run's, or no group is
+	}
+	for k, c := range groupCols {
+		if w := s.whole[k]; w != nil && w != g && lat[c] != missing {
+			w.lat[k].cloneSketched(w.whole[k])
+			w.whole[k], s.whole[k] = nil, nil
+		}
+	}
+}
+
+// add adds a request to its group g, after the run's distributions (run)
+// took its values (lat), growing their sketches by grown cells.
+func (s *groupSet) add(g *groupAcc, b *exactBudget, o *observation, ok bool, lat *[numCols]sample, run *[numCols]dist, grown *[numCols]int) {
 	g.n++
 	g.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
 		g.ok++
 	}
-	addLat(b, &g.e2e, &lat[colE2E])
-	addLat(b, &g.ttft, &lat[colTTFT])
-	addLat(b, &g.tpot, &lat[colTPOT])
+	if g.whole == [len(groupCols)]*dist{} { // most groups: their own distributions
+		for k, c := range groupCols {
+			if x := &lat[c]; x.v != missing {
+				s.addOwn(g, k, b, x, &run[c])
+			}
+		}
+		return
+	}
+	for k, c := range groupCols {
+		x := &lat[c]
+		if x.v == missing {
+			continue
+		}
+		if g.whole[k] != nil {
+			// The run's sketch took the value: count the cells it grew
+			// by against the budget as this group's own sketch would.
+			b.grow(grown[c])
+			continue
+		}
+		s.addOwn(g, k, b, x, &run[c])
+	}
 }
 
-// addLat adds a latency the request has.
-func addLat(b *exactBudget, d *dist, x *sample) {
-	if x.v != missing {
-		d.addSample(b, x)
+// addOwn adds x to g's own distribution k and makes the run's (r) stand
+// for it when they have become the same.
+func (s *groupSet) addOwn(g *groupAcc, k int, b *exactBudget, x *sample, r *dist) {
+	d := &g.lat[k]
+	d.addSample(b, x)
+	if d.n == r.n && !s.own && d.sk != nil && r.sk != nil && d.sk.sameLayout(r.sk) {
+		// The same values in the same order, bins laid out alike: the
+		// same sketch, its cells counted already.
+		*d = dist{}
+		g.whole[k], s.whole[k] = r, g
 	}
 }
 
@@ -262,10 +343,7 @@ func New(opt Options) *Analyzer {
 			a.perFrame[c] = true
 		}
 	}
-	a.byBucket = make([]*groupAcc, len(opt.LengthBuckets)+2)
-	for i := range a.byBucket {
-		a.byBucket[i] = &groupAcc{}
-	}
+	a.byBucket.at(int32(len(opt.LengthBuckets) + 1))
 	for c := range charted {
 		a.hist[c] = make([]int64, len(histEdges)-1)
 	}
@@ -330,7 +408,16 @@ func (a *Analyzer) add(o observation) {
 	}
 	fr := a.frames[a.frameOf(o.orig)]
 	fr.c.add(&o, ok, meets)
+	route := a.byRoute.at(a.routes.pair(o.method, o.path))
+	model := a.byModel.at(a.models.id(o.model))
+	class := a.byClass.at(a.classes.id(o.class))
+	bucket := a.byBucket.at(int32(a.bucketOf(o.promptTokens)))
+	a.byRoute.leave(route, &o.lat)
+	a.byModel.leave(model, &o.lat)
+	a.byClass.leave(class, &o.lat)
+	a.byBucket.leave(bucket, &o.lat)
 	var lat [numCols]sample // each value's sketch bin found once, for the run, the frame and the groups
+	var grown [numCols]int  // cells the run's sketches grew by
 	for c, v := range o.lat {
 		lat[c].v = v
 		if v == missing || (c == colE2ESched && !a.schedApart) {
@@ -340,7 +427,7 @@ func (a *Analyzer) add(o observation) {
 		if c == colE2ESched && v == o.lat[colE2E] { // a recording's: the same value, the same bin
 			x = &lat[colE2E]
 		}
-		a.lat[c].addSample(b, x)
+		grown[c] = a.lat[c].addSample(b, x)
 		if a.perFrame[c] {
 			fr.lat[c].addSample(b, x)
 		}
@@ -357,10 +444,10 @@ func (a *Analyzer) add(o observation) {
 		a.body.add(b, o.bodyBytes)
 	}
 	a.starts.add(b, o.orig)
-	groupAt(&a.byRoute, a.routes.pair(o.method, o.path)).add(b, &o, ok, &lat)
-	groupAt(&a.byModel, a.models.id(o.model)).add(b, &o, ok, &lat)
-	groupAt(&a.byClass, a.classes.id(o.class)).add(b, &o, ok, &lat)
-	a.byBucket[a.bucketOf(o.promptTokens)].add(b, &o, ok, &lat)
+	a.byRoute.add(route, b, &o, ok, &lat, &a.lat, &grown)
+	a.byModel.add(model, b, &o, ok, &lat, &a.lat, &grown)
+	a.byClass.add(class, b, &o, ok, &lat, &a.lat, &grown)
+	a.byBucket.add(bucket, b, &o, ok, &lat, &a.lat, &grown)
 
 	a.addTiming(&o, ok)
 	if len(o.prefix) > 0 {
@@ -390,20 +477,20 @@ func (a *Analyzer) splitSched() {
 	}
 }
 
-// groupAt returns group id of gs, adding groups up to it.
-func groupAt(gs *[]*groupAcc, id int32) *groupAcc {
-	for int(id) >= len(*gs) {
-		*gs = append(*gs, &groupAcc{})
-	}
-	return (*gs)[id]
-}
-
 // bucketOf returns the prompt-length bucket of a prompt: an index into
 // bucketNames(LengthBuckets), then one for unknown lengths.
 func (a *Analyzer) bucketOf(p int32) int {
 	bounds := a.opt.LengthBuckets
 	if p <= 0 {
 		return len(bounds) + 1
+	}
+	if len(bounds) <= 8 { // the default's 3: a scan, without a search's hard-to-predict branches
+		for j, b := range bounds {
+			if p < b {
+				return j
+			}
+		}
+		return len(bounds)
 	}
 	return sort.Search(len(bounds), func(j int) bool { return p < bounds[j] })
 }
@@ -420,11 +507,9 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 	}
 	a.maxEnd = max(a.maxEnd, end)
 
-	for a.inflight.Len() > 0 && a.inflight[0] <= o.send {
-		a.inflight.pop()
-	}
-	a.inflight.push(end)
-	a.peakFlight = max(a.peakFlight, a.inflight.Len())
+	a.inflight.end(o.send)
+	a.inflight.start(end)
+	a.peakFlight = max(a.peakFlight, a.inflight.len())
 
 	if !ok {
 		return
@@ -453,17 +538,7 @@ func (a *Analyzer) addTiming(o *observation, ok bool) {
 		a.tokensSec.add(floorDiv(end, int64(time.Second)), float64(o.outTokens))
 		return
 	}
-	per := float64(o.outTokens) / float64(len(o.itlUs)+1)
-	t := o.send + ttft
-	sec := floorDiv(t, int64(time.Second))
-	a.tokensSec.add(sec, per)
-	for _, g := range o.itlUs {
-		t += int64(g) * 1000
-		if t < sec*int64(time.Second) || t >= (sec+1)*int64(time.Second) { // most events stay in the second
-			sec = floorDiv(t, int64(time.Second))
-		}
-		a.tokensSec.add(sec, per)
-	}
+	a.tokensSec.addEvents(o.send+ttft, o.itlUs, float64(o.outTokens)/float64(len(o.itlUs)+1))
 }
 
 // itl is the distribution of the gaps between token events, µs.
@@ -482,15 +557,52 @@ type secondSums struct {
 	sec  int64
 	sum  float64
 	held bool // sec's sum is in sum, not in m
+	// fractional: a value added was not a whole number, so sums depend on
+	// the order of additions (addEvents adds one by one from then on).
+	fractional bool
 }
 
 func (s *secondSums) add(sec int64, v float64) {
-	if s.held && sec == s.sec {
+	if s.fractional = s.fractional || v != math.Trunc(v); s.held && sec == s.sec {
 		s.sum += v
 		return
 	}
 	s.flush()
 	s.sec, s.sum, s.held = sec, s.m[sec]+v, true
+}
+
+// addEvents adds per to the second of each of a stream's token events:
+// the first at t (ns since the epoch), each later one gaps[i] µs after the
+// one before. While every value added is a whole number (one token an
+// event, the common case) every sum is exact, so a second's events are
+// counted and added in one step, which gives the sums event by event
+// additions would.
+func (s *secondSums) addEvents(t int64, gaps []int32, per float64) {
+	const second = int64(time.Second)
+	sec := floorDiv(t, second)
+	if s.fractional || per != math.Trunc(per) {
+		s.add(sec, per)
+		for _, g := range gaps {
+			t += int64(g) * 1000
+			if t < sec*second || t >= (sec+1)*second { // most events stay in the second
+				sec = floorDiv(t, second)
+			}
+			s.add(sec, per)
+		}
+		return
+	}
+	lo, hi := sec*second, (sec+1)*second
+	events := 1.0 // in sec
+	for _, g := range gaps {
+		if t += int64(g) * 1000; t >= lo && t < hi {
+			events++
+			continue
+		}
+		s.add(sec, events*per)
+		sec = floorDiv(t, second)
+		lo, hi, events = sec*second, (sec+1)*second, 1
+	}
+	s.add(sec, events*per)
 }
 
 // all returns the sums by second.
@@ -632,9 +744,10 @@ func (d *dict) id(s string) int32 {
 	return i
 }
 
-// endHeap is a min-heap of request end times (ns) for peak in flight. It
+// endHeap is a min-heap of times (ns): request starts waiting to be put in
+// order (arrivals), ends of requests in flight outside inFlight's ring. It
 // is 4-ary: half the levels of a binary heap, and a node's children share
-// a cache line, which matters at thousands of requests in flight.
+// a cache line, which matters at thousands of entries.
 type endHeap []int64
 
 const heapArity = 4

@@ -13,10 +13,16 @@ import (
 // summarise it. Count, mean, standard deviation and maximum stay exact
 // either way.
 type dist struct {
-	vals    []int64 // exact values; nil once sketched
-	sorted  bool    // vals is sorted
-	tracked bool    // registered with the budget
-	sk      *sketch // nil while exact
+	// The exact values (nil once sketched) are the chunks of full, then
+	// vals: a distribution past exactChunk values grows by whole chunks,
+	// not by append's copies of ever larger slices, so values that are
+	// sketched later (a long run's frames) cost their bytes once. flat
+	// joins them into vals before anything reads them.
+	vals    []int64
+	full    [][]int64 // earlier chunks, exactChunk values each (or one flat slice)
+	sorted  bool      // vals is sorted (and full is empty)
+	tracked bool      // registered with the budget
+	sk      *sketch   // nil while exact
 
 	n int64
 	// The moments are sums of the values less shift (the first value, or
@@ -41,6 +47,10 @@ type exactBudget struct {
 	dists []*dist // distributions holding exact values
 }
 
+// exactChunk is how many exact values a distribution adds at a time once
+// it holds that many (8 KiB).
+const exactChunk = 1024
+
 // minShed is the fewest values a distribution must hold to be sketched by
 // shed: a sketch of fewer is no smaller.
 const minShed = 64
@@ -54,8 +64,9 @@ func (d *dist) add(b *exactBudget, v int64) {
 	d.addSample(b, &x)
 }
 
-// addSample adds x.v, finding its sketch bin through x (see sample).
-func (d *dist) addSample(b *exactBudget, s *sample) {
+// addSample adds x.v, finding its sketch bin through x (see sample), and
+// returns how many cells its sketch grew by (0 while exact).
+func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	v := s.v
 	d.n++
 	if d.n == 1 {
@@ -66,27 +77,43 @@ func (d *dist) addSample(b *exactBudget, s *sample) {
 	x := float64(v) - d.shift
 	d.sum += x
 	d.sumSq += x * x
-	if d.sk != nil {
-		if grown := d.sk.addSample(s, 1); grown != 0 && b.limit > 0 {
-			if b.held += int64(grown); b.held > max(b.limit, b.next) {
-				b.shed()
+	if sk := d.sk; sk != nil {
+		if v > 0 { // most values: a bin the sketch has room for, counted here
+			if j := s.binOf() - sk.pos.offset; uint(j) < uint(len(sk.pos.counts)) {
+				sk.pos.counts[j]++
+				return 0
 			}
 		}
-		return
+		grown = sk.addSample(s, 1)
+		b.grow(grown)
+		return grown
 	}
 	if b.limit <= 0 {
 		d.sk = &sketch{}
-		d.sk.addSample(s, 1)
-		return
+		return d.sk.addSample(s, 1)
 	}
 	if !d.tracked {
 		d.tracked = true
 		b.dists = append(b.dists, d)
 	}
+	if len(d.vals) == cap(d.vals) && cap(d.vals) >= exactChunk {
+		d.full = append(d.full, d.vals)
+		d.vals = make([]int64, 0, exactChunk)
+	}
 	d.vals = append(d.vals, v)
 	d.sorted = false
 	if b.held++; b.held > max(b.limit, b.next) {
 		b.shed()
+	}
+	return 0
+}
+
+// grow counts cells a sketch grew by, shedding when over the limit.
+func (b *exactBudget) grow(cells int) {
+	if cells != 0 && b.limit > 0 {
+		if b.held += int64(cells); b.held > max(b.limit, b.next) {
+			b.shed()
+		}
 	}
 }
 
@@ -102,11 +129,11 @@ func (d *dist) moments() (mean, m2 float64) {
 // shed sketches the largest exact distributions until at most half the
 // limit is held.
 func (b *exactBudget) shed() {
-	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(len(y.vals), len(x.vals)) })
+	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(y.n, x.n) })
 	keep := b.dists[:0]
 	for _, d := range b.dists {
-		if b.held > b.limit/2 && len(d.vals) >= minShed {
-			b.held -= int64(len(d.vals))
+		if b.held > b.limit/2 && d.n >= minShed {
+			b.held -= d.n
 			d.toSketch()
 			b.held += int64(d.sk.cells())
 			d.tracked = false
@@ -133,7 +160,8 @@ func (d *dist) copyFrom(b *exactBudget, src *dist) {
 		b.held += int64(sk.cells())
 		return
 	}
-	d.vals = slices.Clone(src.vals)
+	src.flat()
+	d.vals, d.full = slices.Clone(src.vals), nil
 	if len(d.vals) > 0 {
 		d.tracked = true
 		b.dists = append(b.dists, d)
@@ -141,12 +169,45 @@ func (d *dist) copyFrom(b *exactBudget, src *dist) {
 	}
 }
 
+// cloneSketched makes d a copy of src, a sketch, its bins' capacity
+// included, without counting them against a budget: the caller's
+// budget already counts them (see groupAcc.whole).
+func (d *dist) cloneSketched(src *dist) {
+	*d = *src
+	d.tracked = false
+	sk := *src.sk
+	sk.pos.counts = append(make([]int64, 0, cap(sk.pos.counts)), sk.pos.counts...)
+	sk.neg.counts = append(make([]int64, 0, cap(sk.neg.counts)), sk.neg.counts...)
+	d.sk = &sk
+}
+
 func (d *dist) toSketch() {
 	d.sk = &sketch{}
+	for _, c := range d.full {
+		for _, v := range c {
+			d.sk.add(v, 1)
+		}
+	}
 	for _, v := range d.vals {
 		d.sk.add(v, 1)
 	}
-	d.vals, d.sorted = nil, false
+	d.vals, d.full, d.sorted = nil, nil, false
+}
+
+// flat joins the exact values' chunks into vals.
+func (d *dist) flat() {
+	if len(d.full) == 0 {
+		return
+	}
+	n := len(d.vals)
+	for _, c := range d.full {
+		n += len(c)
+	}
+	vals := make([]int64, 0, n)
+	for _, c := range d.full {
+		vals = append(vals, c...)
+	}
+	d.vals, d.full = append(vals, d.vals...), nil
 }
 
 // exact reports whether the distribution's quantiles are exact.
@@ -154,6 +215,7 @@ func (d *dist) exact() bool { return d.sk == nil }
 
 func (d *dist) sort() {
 	if !d.sorted {
+		d.flat()
 		sortInt64(d.vals)
 		d.sorted = true
 	}
@@ -184,6 +246,7 @@ func (d *dist) atLeast(x int64) int64 {
 	if d.sk != nil {
 		return d.sk.atLeast(x)
 	}
+	d.flat()
 	var n int64
 	for _, v := range d.vals {
 		if v >= x {
@@ -258,6 +321,7 @@ func merged(ds ...*dist) *dist {
 		out.mergeStats(d)
 		switch {
 		case exact:
+			d.flat()
 			out.vals = append(out.vals, d.vals...)
 		case d.sk != nil:
 			if out.sk == nil {
@@ -268,6 +332,7 @@ func merged(ds ...*dist) *dist {
 			if out.sk == nil {
 				out.sk = &sketch{}
 			}
+			d.flat()
 			for _, v := range d.vals {
 				out.sk.add(v, 1)
 			}
@@ -297,6 +362,9 @@ func (out *dist) mergeStats(d *dist) {
 // bytes is about the memory the distribution's values take.
 func (d *dist) bytes() int {
 	n := 8 * cap(d.vals)
+	for _, c := range d.full {
+		n += 8 * cap(c)
+	}
 	if d.sk != nil {
 		n += d.sk.bytes()
 	}
@@ -315,9 +383,11 @@ func (a *Analyzer) heldBytes() int {
 			n += f.lat[i].bytes()
 		}
 	}
-	for _, gs := range [][]*groupAcc{a.byRoute, a.byModel, a.byClass, a.byBucket} {
-		for _, g := range gs {
-			n += g.e2e.bytes() + g.ttft.bytes() + g.tpot.bytes()
+	for _, gs := range []*groupSet{&a.byRoute, &a.byModel, &a.byClass, &a.byBucket} {
+		for _, g := range gs.groups {
+			for k := range g.lat {
+				n += g.lat[k].bytes()
+			}
 		}
 	}
 	return n

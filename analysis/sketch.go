@@ -110,14 +110,18 @@ type sample struct {
 
 // binOf returns the bin of x's magnitude (x.v ≠ 0).
 func (x *sample) binOf() int {
-	if !x.binned {
-		m := uint64(x.v)
-		if x.v < 0 {
-			m = uint64(-x.v) // -MinInt64 wraps to 2^63 as a uint64: still right
-		}
-		x.bin, x.binned = sketchBin(m), true
+	if !x.binned { // apart, so that finding the bin found is inlined
+		x.findBin()
 	}
 	return x.bin
+}
+
+func (x *sample) findBin() {
+	m := uint64(x.v)
+	if x.v < 0 {
+		m = uint64(-x.v) // -MinInt64 wraps to 2^63 as a uint64: still right
+	}
+	x.bin, x.binned = sketchBin(m), true
 }
 
 func (b *sketchBins) add(i int, c int64) (grown int) {
@@ -148,6 +152,14 @@ func (b *sketchBins) add(i int, c int64) (grown int) {
 	}
 	b.counts[i-b.offset] += c
 	return cap(b.counts) - before
+}
+
+// sameLayout reports whether s and o hold their bins in the same places
+// and the same room, so that they grow alike (their counts may differ).
+func (s *sketch) sameLayout(o *sketch) bool {
+	return s.pos.offset == o.pos.offset && s.neg.offset == o.neg.offset &&
+		len(s.pos.counts) == len(o.pos.counts) && len(s.neg.counts) == len(o.neg.counts) &&
+		cap(s.pos.counts) == cap(o.pos.counts) && cap(s.neg.counts) == cap(o.neg.counts)
 }
 
 func (s *sketch) merge(o *sketch) {

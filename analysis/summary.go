@@ -236,10 +236,10 @@ func (a *Analyzer) Summary() *Summary {
 		s.MeetsSLO = s.JudgedFrames > 0 && s.WindowCompliance >= a.opt.MinCompliance
 	}
 
-	s.Routes = groups(a.byRoute, a.routes.names, s)
-	s.Models = groups(a.byModel, a.models.names, s)
-	s.PromptBuckets = groups(a.byBucket, append(bucketNames(a.opt.LengthBuckets), "unknown"), s)
-	s.StatusClasses = groups(a.byClass, a.classes.names, s)
+	s.Routes = groups(a.byRoute.groups, a.routes.names, s)
+	s.Models = groups(a.byModel.groups, a.models.names, s)
+	s.PromptBuckets = groups(a.byBucket.groups, append(bucketNames(a.opt.LengthBuckets), "unknown"), s)
+	s.StatusClasses = groups(a.byClass.groups, a.classes.names, s)
 	for _, g := range s.StatusClasses {
 		s.Classes = append(s.Classes, ClassCount{Class: g.Key, Count: g.Requests, Share: float64(g.Requests) / float64(n)})
 		if g.Key == ClassTimeout {
@@ -311,7 +311,7 @@ func groups(accs []*groupAcc, names []string, all *Summary) []Group {
 			continue
 		}
 		out = append(out, Group{Key: names[g], Requests: acc.n, OK: acc.ok, Errors: acc.n - acc.ok,
-			E2E: acc.e2e.quantiles(), TTFT: acc.ttft.quantiles(), TPOT: acc.tpot.quantiles(), Cache: acc.cache.reuse()})
+			E2E: acc.dist(groupE2E).quantiles(), TTFT: acc.dist(groupTTFT).quantiles(), TPOT: acc.dist(groupTPOT).quantiles(), Cache: acc.cache.reuse()})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Requests > out[j].Requests })
 	return out
