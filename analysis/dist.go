@@ -167,11 +167,20 @@ func (d *dist) cloneSketched(src *dist) {
 }
 
 func (d *dist) toSketch() {
-	d.sk = &sketch{}
+	sk := &sketch{}
 	for _, v := range d.vals {
-		d.sk.add(v, 1)
+		if v > 0 { // as in addSample: a bin the sketch has room for, counted here
+			i := sketchBin(uint64(v))
+			if j := i - sk.pos.offset; uint(j) < uint(len(sk.pos.counts)) {
+				sk.pos.counts[j]++
+			} else {
+				sk.pos.add(i, 1)
+			}
+			continue
+		}
+		sk.add(v, 1)
 	}
-	d.vals, d.sorted = nil, false
+	d.sk, d.vals, d.sorted = sk, nil, false
 }
 
 // exact reports whether the distribution's quantiles are exact.
