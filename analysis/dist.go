@@ -13,10 +13,16 @@ import (
 // summarise it. Count, mean, standard deviation and maximum stay exact
 // either way.
 type dist struct {
-	vals    []int64 // exact values; nil once sketched
-	sorted  bool    // vals is sorted
-	tracked bool    // registered with the budget
-	sk      *sketch // nil while exact
+	// The exact values (nil once sketched) are the chunks of full, then
+	// vals: a distribution past exactChunk values grows by whole chunks,
+	// not by append's copies of ever larger slices, so values that are
+	// sketched later (a long run's frames) cost their bytes once. flat
+	// joins them into vals before anything reads them.
+	vals    []int64
+	full    [][]int64 // earlier chunks, exactChunk values each (or one flat slice)
+	sorted  bool      // vals is sorted (and full is empty)
+	tracked bool      // registered with the budget
+	sk      *sketch   // nil while exact
 
 	n int64
 	// The moments are sums of the values less shift (the first value, or
@@ -40,6 +46,10 @@ type exactBudget struct {
 	next  int64   // held above which to shed again (limit, or more while sketches alone exceed half of it)
 	dists []*dist // distributions holding exact values
 }
+
+// exactChunk is how many exact values a distribution adds at a time once
+// it holds that many (8 KiB).
+const exactChunk = 1024
 
 // minShed is the fewest values a distribution must hold to be sketched by
 // shed: a sketch of fewer is no smaller.
@@ -86,6 +96,10 @@ func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 		d.tracked = true
 		b.dists = append(b.dists, d)
 	}
+	if len(d.vals) == cap(d.vals) && cap(d.vals) >= exactChunk {
+		d.full = append(d.full, d.vals)
+		d.vals = make([]int64, 0, exactChunk)
+	}
 	d.vals = append(d.vals, v)
 	d.sorted = false
 	if b.held++; b.held > max(b.limit, b.next) {
@@ -115,11 +129,11 @@ func (d *dist) moments() (mean, m2 float64) {
 // shed sketches the largest exact distributions until at most half the
 // limit is held.
 func (b *exactBudget) shed() {
-	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(len(y.vals), len(x.vals)) })
+	slices.SortFunc(b.dists, func(x, y *dist) int { return cmp.Compare(y.n, x.n) })
 	keep := b.dists[:0]
 	for _, d := range b.dists {
-		if b.held > b.limit/2 && len(d.vals) >= minShed {
-			b.held -= int64(len(d.vals))
+		if b.held > b.limit/2 && d.n >= minShed {
+			b.held -= d.n
 			d.toSketch()
 			b.held += int64(d.sk.cells())
 			d.tracked = false
@@ -146,7 +160,8 @@ func (d *dist) copyFrom(b *exactBudget, src *dist) {
 		b.held += int64(sk.cells())
 		return
 	}
-	d.vals = slices.Clone(src.vals)
+	src.flat()
+	d.vals, d.full = slices.Clone(src.vals), nil
 	if len(d.vals) > 0 {
 		d.tracked = true
 		b.dists = append(b.dists, d)
@@ -168,19 +183,27 @@ func (d *dist) cloneSketched(src *dist) {
 
 func (d *dist) toSketch() {
 	sk := &sketch{}
-	for _, v := range d.vals {
-		if v > 0 { // as in addSample: a bin the sketch has room for, counted here
-			i := sketchBin(uint64(v))
-			if j := i - sk.pos.offset; uint(j) < uint(len(sk.pos.counts)) {
-				sk.pos.counts[j]++
-			} else {
-				sk.pos.add(i, 1)
-			}
-			continue
-		}
-		sk.add(v, 1)
+	for _, c := range d.full {
+		sk.addEach(c)
 	}
-	d.sk, d.vals, d.sorted = sk, nil, false
+	sk.addEach(d.vals)
+	d.sk, d.vals, d.full, d.sorted = sk, nil, nil, false
+}
+
+// flat joins the exact values' chunks into vals.
+func (d *dist) flat() {
+	if len(d.full) == 0 {
+		return
+	}
+	n := len(d.vals)
+	for _, c := range d.full {
+		n += len(c)
+	}
+	vals := make([]int64, 0, n)
+	for _, c := range d.full {
+		vals = append(vals, c...)
+	}
+	d.vals, d.full = append(vals, d.vals...), nil
 }
 
 // exact reports whether the distribution's quantiles are exact.
@@ -188,6 +211,7 @@ func (d *dist) exact() bool { return d.sk == nil }
 
 func (d *dist) sort() {
 	if !d.sorted {
+		d.flat()
 		sortInt64(d.vals)
 		d.sorted = true
 	}
@@ -218,6 +242,7 @@ func (d *dist) atLeast(x int64) int64 {
 	if d.sk != nil {
 		return d.sk.atLeast(x)
 	}
+	d.flat()
 	var n int64
 	for _, v := range d.vals {
 		if v >= x {
@@ -292,6 +317,7 @@ func merged(ds ...*dist) *dist {
 		out.mergeStats(d)
 		switch {
 		case exact:
+			d.flat()
 			out.vals = append(out.vals, d.vals...)
 		case d.sk != nil:
 			if out.sk == nil {
@@ -302,6 +328,7 @@ func merged(ds ...*dist) *dist {
 			if out.sk == nil {
 				out.sk = &sketch{}
 			}
+			d.flat()
 			for _, v := range d.vals {
 				out.sk.add(v, 1)
 			}
@@ -331,6 +358,9 @@ func (out *dist) mergeStats(d *dist) {
 // bytes is about the memory the distribution's values take.
 func (d *dist) bytes() int {
 	n := 8 * cap(d.vals)
+	for _, c := range d.full {
+		n += 8 * cap(c)
+	}
 	if d.sk != nil {
 		n += d.sk.bytes()
 	}

@@ -210,6 +210,54 @@ func TestExactModeUnchanged(t *testing.T) {
 	}
 }
 
+// TestExactChunksUnchanged: a distribution that holds its values in
+// chunks (past exactChunk) reports what the same values in one slice
+// report, bit for bit: quantiles, mean, std, counts at or above a bound,
+// copies and merges, also when read between adds (the chunks are joined,
+// then grown again).
+func TestExactChunksUnchanged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	b := exactBudget{limit: 1 << 20}
+	var d dist
+	var vals []int64
+	for _, n := range []int{10, exactChunk, 3*exactChunk + 17, 10 * exactChunk} {
+		for len(vals) < n {
+			v := int64(rng.ExpFloat64() * 3e8) // ns, a heavy right tail
+			if len(vals)%97 == 0 {
+				v = -v
+			}
+			d.add(&b, v)
+			vals = append(vals, v)
+		}
+		want := summarize(slices.Clone(vals))
+		if got := d.quantiles(); got != want || !d.exact() {
+			t.Fatalf("%d values: chunked %+v\nslice %+v", n, got, want)
+		}
+		x := vals[len(vals)/3]
+		var ge int64
+		for _, v := range vals {
+			if v >= x {
+				ge++
+			}
+		}
+		if got := d.atLeast(x); got != ge {
+			t.Fatalf("%d values: atLeast %d, want %d", n, got, ge)
+		}
+	}
+	var c dist
+	c.copyFrom(&b, &d)
+	d.add(&b, 42)
+	c.add(&b, 42)
+	vals = append(vals, 42)
+	want := summarize(slices.Clone(vals))
+	if got := c.quantiles(); got != want {
+		t.Fatalf("copy: %+v\nwant %+v", got, want)
+	}
+	if got, want := merged(&d, &c).quantiles(), summarize(append(slices.Clone(vals), vals...)); got != want {
+		t.Fatalf("merged: %+v\nwant %+v", got, want)
+	}
+}
+
 // TestStatsMemoryFlat: the analyzer's heap does not grow with the rows
 // once the exact budget is spent (it holds no per-request state).
 func TestStatsMemoryFlat(t *testing.T) {
