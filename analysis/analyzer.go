@@ -263,8 +263,8 @@ func (s *groupSet) at(id int32) *groupAcc {
 // take its values: a group whose distribution was the run's and that does
 // not hold the request gets its own, a copy of the run's so far.
 func (s *groupSet) leave(g *groupAcc, lat *[numCols]int64) {
-	if s.whole == [len(groupCols)]*groupAcc{g, g, g} || s.whole == [len(groupCols)]*groupAcc{} {
-		return // the request's group is the run's, or no group is
+	if w := &s.whole; (w[0] == g || w[0] == nil) && (w[1] == g || w[1] == nil) && (w[2] == g || w[2] == nil) {
+		return // no other group's distribution is the run's (compared one by one: an array comparison calls memequal)
 	}
 	for k, c := range groupCols {
 		if w := s.whole[k]; w != nil && w != g && lat[c] != missing {
@@ -282,7 +282,7 @@ func (s *groupSet) add(g *groupAcc, b *exactBudget, o *observation, ok bool, lat
 	if ok {
 		g.ok++
 	}
-	if g.whole == [len(groupCols)]*dist{} { // most groups: their own distributions
+	if w := &g.whole; w[0] == nil && w[1] == nil && w[2] == nil { // most groups: their own distributions
 		for k, c := range groupCols {
 			if x := &lat[c]; x.v != missing {
 				s.addOwn(g, k, b, x, &run[c])
