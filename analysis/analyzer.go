@@ -591,18 +591,18 @@ func (s *secondSums) addEvents(t int64, gaps []int32, per float64) {
 		}
 		return
 	}
-	lo, hi := sec*second, (sec+1)*second
-	events := 1.0 // in sec
+	lo := sec * second
+	events := 1 // in sec
 	for _, g := range gaps {
-		if t += int64(g) * 1000; t >= lo && t < hi {
+		if t += int64(g) * 1000; uint64(t-lo) < uint64(second) { // lo ≤ t < lo+1s
 			events++
 			continue
 		}
-		s.add(sec, events*per)
+		s.add(sec, float64(events)*per)
 		sec = floorDiv(t, second)
-		lo, hi, events = sec*second, (sec+1)*second, 1
+		lo, events = sec*second, 1
 	}
-	s.add(sec, events*per)
+	s.add(sec, float64(events)*per)
 }
 
 // all returns the sums by second.

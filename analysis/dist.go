@@ -182,16 +182,12 @@ func (d *dist) cloneSketched(src *dist) {
 }
 
 func (d *dist) toSketch() {
-	d.sk = &sketch{}
+	sk := &sketch{}
 	for _, c := range d.full {
-		for _, v := range c {
-			d.sk.add(v, 1)
-		}
+		sk.addEach(c)
 	}
-	for _, v := range d.vals {
-		d.sk.add(v, 1)
-	}
-	d.vals, d.full, d.sorted = nil, nil, false
+	sk.addEach(d.vals)
+	d.sk, d.vals, d.full, d.sorted = sk, nil, nil, false
 }
 
 // flat joins the exact values' chunks into vals.

@@ -214,11 +214,11 @@ func fromExchange(x *formats.Exchange) observation {
 		}
 		if o.lat[colTTFT] > 0 && len(x.EventGapsUs) < maxRecordedGaps {
 			// Stream: E2E ends at the last token event, t_1 + Σ gaps.
-			last := o.lat[colTTFT]
+			var sum int64 // µs; at most 2^16 gaps of 2^31 µs, far from overflowing as ns
 			for _, g := range x.EventGapsUs {
-				last += int64(g) * 1000
+				sum += int64(g)
 			}
-			o.lat[colE2E] = last
+			o.lat[colE2E] = o.lat[colTTFT] + sum*1000
 			o.lat[colE2ESched] = o.lat[colE2E]
 		}
 		o.lat[colTPOT] = tpotOf(o.lat[colE2E], o.lat[colTTFT], x.OutputTokens)

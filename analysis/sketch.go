@@ -86,6 +86,24 @@ func (s *sketch) add(v int64, c int64) (grown int) {
 	return s.addSample(&x, c)
 }
 
+// addEach counts each of vs once, as add(v, 1) for each in turn would, a
+// bin the sketch has room for counted here (what shedding a
+// distribution's exact values mostly does).
+func (s *sketch) addEach(vs []int64) {
+	for _, v := range vs {
+		if v > 0 {
+			i := sketchBin(uint64(v))
+			if j := i - s.pos.offset; uint(j) < uint(len(s.pos.counts)) {
+				s.pos.counts[j]++
+			} else {
+				s.pos.add(i, 1)
+			}
+			continue
+		}
+		s.add(v, 1)
+	}
+}
+
 // addSample counts x c times and returns how many cells the sketch grew by.
 func (s *sketch) addSample(x *sample, c int64) (grown int) {
 	switch {

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -458,6 +459,7 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 	c.ends = c.ends[:0]
 	slab := make([]E, 0, c.slabHint)
 	started := 0 // rows of the batch begun
+	first := 0   // c.ends from here on were found on the current page
 	for {
 		if c.lpos >= len(c.reps) {
 			if err := c.next(); err != nil {
@@ -468,25 +470,12 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 			}
 			continue
 		}
-		reps, defs := c.reps, c.defs
-		i, vals, done := c.lpos, 0, false
-		for ; i < len(reps); i++ {
-			if reps[i] == 0 {
-				if started == n {
-					done = true // the next batch's first row
-					break
-				}
-				if started > 0 {
-					c.ends = append(c.ends, int32(len(slab)+vals))
-				}
-				started++
-			} else if started == 0 {
-				return errListRowStart
-			}
-			if defs[i] == c.maxDef {
-				vals++
-			}
+		i, done, err := c.rowStarts(&started, n)
+		if err != nil {
+			return err
 		}
+		vals := c.rowEnds(first, i, int32(len(slab)))
+		first = len(c.ends)
 		if c.vpos+vals > c.nvals {
 			return errBadLevels
 		}
@@ -516,6 +505,63 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 		start = end
 	}
 	return nil
+}
+
+// rowStarts scans the current page's repetition levels from c.lpos for
+// the starts of rows, jumping from one to the next (bytes.IndexByte) rather
+// than testing every level: it counts the rows begun in *started and
+// appends to c.ends, for each row the page ends (but the batch's first),
+// the level position it ends at. It stops at the batch's (n-th row's) end
+// (done: the next level starts the next batch's row) or at the page's
+// end, and reports the level position it stopped at.
+func (c *columnCursor) rowStarts(started *int, n int) (i int, done bool, err error) {
+	reps := c.reps
+	i = c.lpos
+	if *started == 0 && reps[i] != 0 {
+		return 0, false, errListRowStart
+	}
+	for {
+		if reps[i] == 0 {
+			if *started == n {
+				return i, true, nil // the next batch's first row
+			}
+			if *started > 0 {
+				c.ends = append(c.ends, int32(i))
+			}
+			*started++
+		}
+		j := bytes.IndexByte(reps[i+1:], 0)
+		if j < 0 {
+			return len(reps), false, nil
+		}
+		i += 1 + j
+	}
+}
+
+// rowEnds turns the level positions rowStarts left in c.ends[first:] into
+// positions in the batch's slab, whose page elements begin at slab (the
+// elements before them), and reports how many elements the levels from
+// c.lpos to end hold: those whose definition level is the maximum (a lower
+// one is an empty or null list). Where every level is an element, the
+// usual case, an end is its level's offset from c.lpos; else each row's
+// elements are counted.
+func (c *columnCursor) rowEnds(first, end int, slab int32) int {
+	defs := c.defs[c.lpos:end]
+	vals := bytes.Count(defs, []byte{c.maxDef})
+	ends := c.ends[first:]
+	if vals == len(defs) {
+		for k, e := range ends {
+			ends[k] = slab + e - int32(c.lpos)
+		}
+		return vals
+	}
+	prev, at := c.lpos, slab
+	for k, e := range ends {
+		at += int32(bytes.Count(c.defs[prev:e], []byte{c.maxDef}))
+		prev = int(e)
+		ends[k] = at
+	}
+	return vals
 }
 
 func (c *columnCursor) int32Values() (plain, dict []int32) { return c.i32, c.dictI32 }

@@ -15,21 +15,49 @@ import (
 // promises for the columns where reel chooses one, as written and after
 // compaction.
 func TestColumnEncodings(t *testing.T) {
-	want := map[string]format.Encoding{
-		"ts":                           format.DeltaBinaryPacked,
-		"ts_unix_ns":                   format.DeltaBinaryPacked,
-		"seq":                          format.DeltaBinaryPacked,
-		"req_headers.key_value.key":    format.RLEDictionary,
-		"req_headers.key_value.value":  format.RLEDictionary,
-		"resp_headers.key_value.value": format.RLEDictionary,
-		"session":                      format.RLEDictionary,
-		"req_body":                     format.DeltaLengthByteArray,
-		"resp_body":                    format.DeltaLengthByteArray,
-		"conn_id":                      format.Plain,
-		"prefix_hashes.list.element":   format.Plain,
-	}
+	t.Run("exchange", func(t *testing.T) {
+		checkEncodings(t, exchangesOver(500, 10*time.Minute), map[string]format.Encoding{
+			"ts":                           format.DeltaBinaryPacked,
+			"ts_unix_ns":                   format.DeltaBinaryPacked,
+			"seq":                          format.DeltaBinaryPacked,
+			"duration_ns":                  format.DeltaBinaryPacked,
+			"ttft_ns":                      format.DeltaBinaryPacked,
+			"status":                       format.DeltaBinaryPacked,
+			"prompt_tokens":                format.DeltaBinaryPacked,
+			"event_gaps_us.list.element":   format.DeltaBinaryPacked,
+			"req_headers.key_value.key":    format.RLEDictionary,
+			"req_headers.key_value.value":  format.RLEDictionary,
+			"resp_headers.key_value.value": format.RLEDictionary,
+			"session":                      format.RLEDictionary,
+			"req_body":                     format.DeltaLengthByteArray,
+			"resp_body":                    format.DeltaLengthByteArray,
+			"conn_id":                      format.Plain,
+			"turn_key":                     format.Plain,
+			"prefix_hashes.list.element":   format.Plain,
+		})
+	})
+	t.Run("result", func(t *testing.T) {
+		recs := make([]Result, 500)
+		for i := range recs {
+			recs[i] = testResult(int64(i+1), time.Duration(i)*time.Second)
+		}
+		checkEncodings(t, recs, map[string]format.Encoding{
+			"orig_ts":             format.DeltaBinaryPacked,
+			"sent_unix_ns":        format.DeltaBinaryPacked,
+			"e2e_ns":              format.DeltaBinaryPacked,
+			"ttft_ns":             format.DeltaBinaryPacked,
+			"itl_us.list.element": format.DeltaBinaryPacked,
+			"run_id":              format.RLEDictionary,
+			"error":               format.DeltaLengthByteArray,
+		})
+	})
+}
+
+// checkEncodings writes recs and checks that the first file's columns
+// carry want's encodings, as written and after compaction.
+func checkEncodings[T Record](t *testing.T, recs []T, want map[string]format.Encoding) {
 	dir := t.TempDir()
-	writeAll(t, WriterOptions{Dir: dir, Recorder: "enc"}, exchangesOver(500, 10*time.Minute))
+	writeAll(t, WriterOptions{Dir: dir, Recorder: "enc"}, recs)
 	check := func(what string) {
 		files, err := ListFiles([]string{dir})
 		if err != nil || len(files) == 0 {

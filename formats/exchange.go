@@ -47,36 +47,36 @@ type Exchange struct {
 	ReqHeaders     map[string]string `parquet:"req_headers" parquet-key:",dict" parquet-value:",dict"` // allow-listed request headers; others keep only presence and length (redacted)
 	ReqContentType string            `parquet:"req_content_type,dict"`                                 // request Content-Type
 	ReqBody        []byte            `parquet:"req_body"`                                              // request body, redacted, at most --max-body bytes
-	ReqBodyBytes   int64             `parquet:"req_body_bytes"`                                        // original size on the wire, before truncation/redaction
+	ReqBodyBytes   int64             `parquet:"req_body_bytes,delta"`                                  // original size on the wire, before truncation/redaction
 	ReqBodyTrunc   bool              `parquet:"req_body_truncated"`                                    // ReqBody holds only the first --max-body bytes
 
 	Model              string  `parquet:"model,dict"`                // model of an LLM request body
 	Stream             bool    `parquet:"stream"`                    // the request asked for streaming ("stream": true)
-	MaxTokens          int32   `parquet:"max_tokens"`                // max_tokens of the request (tokens); 0 if absent
-	PromptTokens       int32   `parquet:"prompt_tokens"`             // prompt tokens: from the response's usage, else estimated
+	MaxTokens          int32   `parquet:"max_tokens,delta"`          // max_tokens of the request (tokens); 0 if absent
+	PromptTokens       int32   `parquet:"prompt_tokens,delta"`       // prompt tokens: from the response's usage, else estimated
 	PromptTokensSource string  `parquet:"prompt_tokens_source,dict"` // TokensFromUsage, TokensFromEstimate or TokensFromTrace
 	PrefixHashes       []int64 `parquet:"prefix_hashes,list"`        // keyed hash chain over the prompt's blocks
 	Topic              string  `parquet:"topic,dict"`                // label from the policy's topic rules, else empty
 
-	Status          int32             `parquet:"status"`                                                 // 0 when no response arrived
+	Status          int32             `parquet:"status,delta"`                                           // 0 when no response arrived
 	RespHeaders     map[string]string `parquet:"resp_headers" parquet-key:",dict" parquet-value:",dict"` // allow-listed response headers (redacted)
 	RespContentType string            `parquet:"resp_content_type,dict"`                                 // response Content-Type
 	RespBody        []byte            `parquet:"resp_body"`                                              // response body (SSE bodies as the event stream), redacted, capped
-	RespBodyBytes   int64             `parquet:"resp_body_bytes"`                                        // original response body size (bytes)
-	TTFBNs          int64             `parquet:"ttfb_ns"`                                                // first response byte − ts
-	DurationNs      int64             `parquet:"duration_ns"`                                            // last response byte − ts
-	Events          int32             `parquet:"events"`                                                 // SSE events in the response
-	TTFTNs          int64             `parquet:"ttft_ns"`                                                // first token-bearing SSE event − ts
-	EventGapsUs     []int32           `parquet:"event_gaps_us,list"`                                     // gaps between consecutive token-bearing SSE events (µs)
-	OutputTokens    int32             `parquet:"output_tokens"`                                          // output tokens: from usage, else counted token events
+	RespBodyBytes   int64             `parquet:"resp_body_bytes,delta"`                                  // original response body size (bytes)
+	TTFBNs          int64             `parquet:"ttfb_ns,delta"`                                          // first response byte − ts
+	DurationNs      int64             `parquet:"duration_ns,delta"`                                      // last response byte − ts
+	Events          int32             `parquet:"events,delta"`                                           // SSE events in the response
+	TTFTNs          int64             `parquet:"ttft_ns,delta"`                                          // first token-bearing SSE event − ts
+	EventGapsUs     []int32           `parquet:"event_gaps_us,list" parquet-element:",delta"`            // gaps between consecutive token-bearing SSE events (µs)
+	OutputTokens    int32             `parquet:"output_tokens,delta"`                                    // output tokens: from usage, else counted token events
 
-	BatchSize  int32             `parquet:"batch_size"`      // from the x-batch-size context header, -1 when absent
-	QueueDepth int32             `parquet:"queue_depth"`     // from the x-queue-depth context header, -1 when absent
-	Upstream   string            `parquet:"upstream,dict"`   // upstream address the proxy forwarded to (empty for passive capture)
-	Context    map[string]string `parquet:"context"`         // other configured context headers
-	Complete   bool              `parquet:"complete"`        // request and response were both seen to the end
-	Error      string            `parquet:"error"`           // what went wrong (upstream error, reset, capture gap); empty if nothing
-	RedactErr  string            `parquet:"redaction_error"` // why a body was stored empty (fail closed); empty if redaction succeeded
+	BatchSize  int32             `parquet:"batch_size,delta"`  // from the x-batch-size context header, -1 when absent
+	QueueDepth int32             `parquet:"queue_depth,delta"` // from the x-queue-depth context header, -1 when absent
+	Upstream   string            `parquet:"upstream,dict"`     // upstream address the proxy forwarded to (empty for passive capture)
+	Context    map[string]string `parquet:"context"`           // other configured context headers
+	Complete   bool              `parquet:"complete"`          // request and response were both seen to the end
+	Error      string            `parquet:"error"`             // what went wrong (upstream error, reset, capture gap); empty if nothing
+	RedactErr  string            `parquet:"redaction_error"`   // why a body was stored empty (fail closed); empty if redaction succeeded
 
 	// Turn links (added in a later exchange/1 version; zero in older files
 	// and when not an LLM conversation): keyed digests computed from the

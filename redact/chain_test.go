@@ -84,6 +84,13 @@ func TestSipHashVectors(t *testing.T) {
 			if got := s.sum(); got != want {
 				t.Fatalf("writeShort n=%d split=%d: %#x, want %#x", n, split, got, want)
 			}
+			// writeString of the rest after the split.
+			s.init(key)
+			s.write(msg[:split])
+			s.writeString(string(msg[split:n]))
+			if got := s.sum(); got != want {
+				t.Fatalf("writeString n=%d split=%d: %#x, want %#x", n, split, got, want)
+			}
 		}
 	}
 }

@@ -150,6 +150,19 @@ func (s *sipState) writeShort(v uint64, n int) {
 	s.tail = t
 }
 
+// writeString is write for a string, up to eight bytes at a time.
+func (s *sipState) writeString(p string) {
+	for len(p) > 0 {
+		n := min(len(p), 8)
+		var v uint64
+		for i := n - 1; i >= 0; i-- {
+			v = v<<8 | uint64(p[i])
+		}
+		s.writeShort(v, n)
+		p = p[n:]
+	}
+}
+
 func (s *sipState) writeByte(c byte) {
 	fill := s.n & 7
 	s.tail |= uint64(c) << (8 * fill)
@@ -240,9 +253,7 @@ func (c *chain) field(key string) {
 		c.cut()
 	}
 	c.st.writeByte(fieldStart)
-	for i := 0; i < len(key); i++ {
-		c.st.writeByte(key[i])
-	}
+	c.st.writeString(key)
 	c.st.writeByte(fieldValue)
 	c.sinceCut += len(key) + 2
 }

@@ -40,8 +40,10 @@ type Options struct {
 	MaxEvent int
 }
 
-// Event is one dispatched event. Data and Name alias the Scanner's buffer and
-// are valid only until the next call to Feed or Flush.
+// Event is one dispatched event. Data and Name alias the Scanner's buffer
+// (or, for an event whose one data line lay whole in the bytes fed, those
+// bytes): they are valid only during the call to emit and must not be
+// modified.
 type Event struct {
 	Time      time.Time // arrival time of the bytes that completed the event
 	Name      []byte    // the "event:" field, empty for the default "message"
@@ -52,9 +54,15 @@ type Event struct {
 // Scanner splits an event stream into events. It is not safe for concurrent
 // use. The zero value is not usable; call NewScanner.
 type Scanner struct {
-	max     int
-	line    []byte // the unfinished line carried over from the previous Feed
-	data    []byte // data of the event being built
+	max  int
+	line []byte // the unfinished line carried over from the previous Feed
+	data []byte // data of the event being built
+	// line1 is the event's first data line while it is the only one and
+	// lies whole in the p being fed: the common event is then handed to
+	// emit without a copy. It is copied into data before another data line
+	// is added and before Feed returns, which does not retain p.
+	line1   []byte
+	aliased bool   // line1 holds the data, not data
 	name    []byte // event name of the event being built
 	hasData bool   // a data line was seen for the event being built
 	trunc   bool   // data was truncated
@@ -86,15 +94,17 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 	for len(p) > 0 {
 		i := IndexLineEnd(p)
 		if i < 0 {
+			s.own()
 			s.carry(p)
 			return
 		}
 		var line []byte
+		inP := false
 		if len(s.line) > 0 || s.lineCut {
 			s.carry(p[:i])
 			line = s.line
 		} else {
-			line = p[:i]
+			line, inP = p[:i], true
 		}
 		cut := s.lineCut
 		if p[i] == '\r' {
@@ -107,9 +117,18 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 			}
 		}
 		p = p[i+1:]
-		s.processLine(line, cut, ev, emit)
+		s.processLine(line, cut, inP, ev, emit)
 		s.line = s.line[:0]
 		s.lineCut = false
+	}
+	s.own()
+}
+
+// own copies an aliased first data line into the Scanner's buffer.
+func (s *Scanner) own() {
+	if s.aliased {
+		s.data = append(s.data[:0], s.line1...)
+		s.line1, s.aliased = nil, false
 	}
 }
 
@@ -119,7 +138,7 @@ func (s *Scanner) Flush(at time.Time, emit func(*Event)) {
 	ev := &s.ev
 	*ev = Event{Time: at}
 	if len(s.line) > 0 || s.lineCut {
-		s.processLine(s.line, s.lineCut, ev, emit)
+		s.processLine(s.line, s.lineCut, false, ev, emit)
 		s.line = s.line[:0]
 		s.lineCut = false
 	}
@@ -138,7 +157,9 @@ func (s *Scanner) carry(p []byte) {
 	s.line = append(s.line, p...)
 }
 
-func (s *Scanner) processLine(line []byte, cut bool, ev *Event, emit func(*Event)) {
+// processLine handles one line; inP says that it lies in the p being fed
+// (not in the carried line), so that it may be aliased.
+func (s *Scanner) processLine(line []byte, cut, inP bool, ev *Event, emit func(*Event)) {
 	if len(line) == 0 {
 		s.dispatch(ev, emit)
 		return
@@ -158,19 +179,24 @@ func (s *Scanner) processLine(line []byte, cut bool, ev *Event, emit func(*Event
 		// The "\n" joining data lines counts against the bound too: a full
 		// event that gets another data line is truncated, not one byte over.
 		if s.hasData {
+			s.own()
 			if len(s.data) < s.max {
 				s.data = append(s.data, '\n')
 			} else {
 				cut = true
 			}
 		}
-		s.hasData = true
 		room := s.max - len(s.data)
 		if len(value) > room {
 			value = value[:max(room, 0)]
 			cut = true
 		}
-		s.data = append(s.data, value...)
+		if !s.hasData && inP && len(s.data) == 0 {
+			s.line1, s.aliased = value, true
+		} else {
+			s.data = append(s.data, value...)
+		}
+		s.hasData = true
 		if cut {
 			s.trunc = true
 		}
@@ -188,8 +214,12 @@ func (s *Scanner) dispatch(ev *Event, emit func(*Event)) {
 		return
 	}
 	ev.Name, ev.Data, ev.Truncated = s.name, s.data, s.trunc
+	if s.aliased {
+		ev.Data = s.line1
+	}
 	emit(ev)
 	s.data, s.name = s.data[:0], s.name[:0]
+	s.line1, s.aliased = nil, false
 	s.hasData, s.trunc = false, false
 }
 
