@@ -8,6 +8,7 @@
 #   GEN=accesslog bench/memory/run.sh                    # import through reel record --access-log (no TTFT)
 #   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
 #   REPS=5 bench/memory/run.sh                           # alternating reel stats / DuckDB runs for the comparison's medians (default 3)
+#   RSS_REPS=3 bench/memory/run.sh                       # run stats and report 3 times per length; the ratio is of the medians (default 1)
 #   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
 #   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
 #   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
@@ -36,6 +37,7 @@ SPEED=${SPEED:-2}
 GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
 REPS=${REPS:-3}
+RSS_REPS=${RSS_REPS:-1}
 REPLAY=${REPLAY:-sse}
 ONLY=${ONLY:-replay stats report}
 ADDR=${ADDR:-127.0.0.1:18095}
@@ -79,7 +81,9 @@ printf '%-7s %10s %8s %8s %8s\n' command exchanges rss_MB wall_s cpu_s
 : > "$out/table"
 for n in "$SMALL" "$BIG"; do
   generate "$n"
-  want stats && measure stats "$n" "$out/reel" stats "$(recording "$n")" --json
+  for _ in $(seq "$RSS_REPS"); do
+    want stats && measure stats "$n" "$out/reel" stats "$(recording "$n")" --json
+  done
   results="$out/results-$n"
   replay_n=$n
   [ "$n" = "$BIG" ] && replay_n=$REPLAY_BIG
@@ -95,14 +99,27 @@ for n in "$SMALL" "$BIG"; do
       results="$data/results-$RATE-$n"
       [ -d "$results" ] || { "$out/memory-bench" results -n "$n" -rate "$RATE" -out "$results.tmp" && mv "$results.tmp" "$results"; }
     fi
-    measure report "$n" "$out/reel" report "$results"
+    for _ in $(seq "$RSS_REPS"); do
+      measure report "$n" "$out/reel" report "$results"
+    done
   fi
 done
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-echo "## big ÷ small max RSS (target ≤ 1.2)"
+echo "## big ÷ small max RSS (target ≤ 1.2; medians of the runs at each length)"
 for c in stats replay report; do
-  awk -v c="$c" '$1 == c {rss[++k] = $3; n[k] = $2} END {if (k >= 2) printf "%-7s %.2f (%d vs %d exchanges)\n", c, rss[k]/rss[1], n[k], n[1]}' "$out/table"
+  python3 - "$out/table" "$c" <<'EOF'
+import statistics, sys
+rss = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    if f[0] == sys.argv[2]:
+        rss.setdefault(int(f[1]), []).append(float(f[2]))
+if len(rss) >= 2:
+    small, big = min(rss), max(rss)
+    med = {n: statistics.median(v) for n, v in rss.items()}
+    print(f"{sys.argv[2]:7} {med[big] / med[small]:.2f} ({big} vs {small} exchanges; MB {med[big]:.1f} vs {med[small]:.1f}, of {len(rss[big])} and {len(rss[small])} runs)")
+EOF
 done
 
 if [ "$DUCKDB" = 1 ] && want stats; then

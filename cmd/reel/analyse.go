@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -151,6 +152,7 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}
 	}
+	setAnalysisGC()
 	runs, err := replayer.ListRuns(fs.Args())
 	if err != nil {
 		return nil, err
@@ -164,6 +166,13 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	}
 	r.a, r.paths, r.series, r.ro = a, fs.Args(), af.series, ro
 	return r, nil
+}
+
+// setAnalysisGC sets analysis.GCPercent, unless $GOGC is set.
+func setAnalysisGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(analysis.GCPercent)
+	}
 }
 
 // emit writes the HTML file when asked, then v as JSON or as text.
