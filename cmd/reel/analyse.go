@@ -152,7 +152,7 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}
 	}
-	setAnalysisGC()
+	defaultGCPercent(analysis.GCPercent)
 	runs, err := replayer.ListRuns(fs.Args())
 	if err != nil {
 		return nil, err
@@ -168,10 +168,11 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	return r, nil
 }
 
-// setAnalysisGC sets analysis.GCPercent, unless $GOGC is set.
-func setAnalysisGC() {
+// defaultGCPercent sets the collector's GOGC to percent, unless the user
+// set $GOGC: the one rule for every command that tunes it.
+func defaultGCPercent(percent int) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(analysis.GCPercent)
+		debug.SetGCPercent(percent)
 	}
 }
 

@@ -17,7 +17,7 @@ func TestAnalysisGC(t *testing.T) {
 	}{{"", analysis.GCPercent}, {"100", 100}, {"off", 100}} {
 		t.Setenv("GOGC", tc.env)
 		debug.SetGCPercent(100) // what the runtime made of $GOGC, here
-		setAnalysisGC()
+		defaultGCPercent(analysis.GCPercent)
 		if got := debug.SetGCPercent(100); got != tc.want {
 			t.Errorf("GOGC=%q: GC percent %d, want %d", tc.env, got, tc.want)
 		}

@@ -174,9 +174,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	if memLimit := f.memoryLimit; memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memLimit)
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(recorder.GCPercent)
-		}
+		defaultGCPercent(recorder.GCPercent)
 	}
 
 	// Imports read files: they wait for room in the queue instead of
