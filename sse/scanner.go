@@ -60,9 +60,9 @@ type Scanner struct {
 	// line1 is the event's first data line while it is the only one and
 	// lies whole in the p being fed: the common event is then handed to
 	// emit without a copy. It is copied into data before another data line
-	// is added and before Feed returns, which does not retain p.
+	// is added and before Feed returns, which does not retain p. Non-nil
+	// exactly while it holds the data instead of data.
 	line1   []byte
-	aliased bool   // line1 holds the data, not data
 	name    []byte // event name of the event being built
 	hasData bool   // a data line was seen for the event being built
 	trunc   bool   // data was truncated
@@ -126,9 +126,9 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 
 // own copies an aliased first data line into the Scanner's buffer.
 func (s *Scanner) own() {
-	if s.aliased {
+	if s.line1 != nil {
 		s.data = append(s.data[:0], s.line1...)
-		s.line1, s.aliased = nil, false
+		s.line1 = nil
 	}
 }
 
@@ -192,7 +192,7 @@ func (s *Scanner) processLine(line []byte, cut, inP bool, ev *Event, emit func(*
 			cut = true
 		}
 		if !s.hasData && inP && len(s.data) == 0 {
-			s.line1, s.aliased = value, true
+			s.line1 = value
 		} else {
 			s.data = append(s.data, value...)
 		}
@@ -214,12 +214,12 @@ func (s *Scanner) dispatch(ev *Event, emit func(*Event)) {
 		return
 	}
 	ev.Name, ev.Data, ev.Truncated = s.name, s.data, s.trunc
-	if s.aliased {
+	if s.line1 != nil {
 		ev.Data = s.line1
 	}
 	emit(ev)
 	s.data, s.name = s.data[:0], s.name[:0]
-	s.line1, s.aliased = nil, false
+	s.line1 = nil
 	s.hasData, s.trunc = false, false
 }
 
