@@ -78,11 +78,8 @@ func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	d.sum += x
 	d.sumSq += x * x
 	if sk := d.sk; sk != nil {
-		if v > 0 { // most values: a bin the sketch has room for, counted here
-			if j := s.binOf() - sk.pos.offset; uint(j) < uint(len(sk.pos.counts)) {
-				sk.pos.counts[j]++
-				return 0
-			}
+		if v > 0 && sk.pos.countHeld(s.binOf()) { // most values
+			return 0
 		}
 		grown = sk.addSample(s, 1)
 		b.grow(grown)

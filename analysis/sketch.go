@@ -86,16 +86,13 @@ func (s *sketch) add(v int64, c int64) (grown int) {
 	return s.addSample(&x, c)
 }
 
-// addEach counts each of vs once, as add(v, 1) for each in turn would, a
-// bin the sketch has room for counted here (what shedding a
+// addEach counts each of vs once, as add(v, 1) for each in turn would,
+// with the positive values' bins counted inline (what shedding a
 // distribution's exact values mostly does).
 func (s *sketch) addEach(vs []int64) {
 	for _, v := range vs {
 		if v > 0 {
-			i := sketchBin(uint64(v))
-			if j := i - s.pos.offset; uint(j) < uint(len(s.pos.counts)) {
-				s.pos.counts[j]++
-			} else {
+			if i := sketchBin(uint64(v)); !s.pos.countHeld(i) {
 				s.pos.add(i, 1)
 			}
 			continue
@@ -142,6 +139,18 @@ func (x *sample) findBin() {
 	x.bin, x.binned = sketchBin(m), true
 }
 
+// countHeld counts one in bin i when the bins hold it and reports whether
+// they did: the per-value loops' common case, small enough to be inlined
+// there (add, with its growing, is not).
+func (b *sketchBins) countHeld(i int) bool {
+	if j := uint(i - b.offset); j < uint(len(b.counts)) {
+		b.counts[j]++
+		return true
+	}
+	return false
+}
+
+// add counts c in bin i and returns how many cells the bins grew by.
 func (b *sketchBins) add(i int, c int64) (grown int) {
 	if j := i - b.offset; j >= 0 && j < len(b.counts) {
 		b.counts[j] += c
