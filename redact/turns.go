@@ -66,7 +66,10 @@ const maxPooledTurnBuf = 64 << 10
 // conversation (or, for TurnKey, when its answer was not seen whole). It
 // must run before the bodies are redacted; RedactExchange calls it.
 func LinkTurns(x *formats.Exchange, key []byte) {
-	linkTurns(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil)
+	if t := startTurnLinks(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil); t != nil {
+		m, ok := answerOf(x)
+		t.finish(x, m, ok)
+	}
 }
 
 // conversationRequest decodes x's raw request body for the turn links; nil
@@ -88,56 +91,73 @@ func mayLink(x *formats.Exchange) bool {
 	return !x.ReqBodyTrunc && bytes.Contains(x.ReqBody, []byte(`"messages"`)) && !encoded(x.ReqHeaders)
 }
 
-// linkTurns is LinkTurns with x's request decoded (req; nil when it is not
-// a JSON request) and the keyed MAC from newMAC, handed back to done (when
-// not nil) after use: RedactExchange lends its pooled one.
-func linkTurns(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) {
+// turnLink is a request's conversation digested, waiting for its answer.
+type turnLink struct {
+	mac  hash.Hash
+	done func(hash.Hash)
+	bp   *[]byte // the framing buffer, from turnBufs
+	sum  [sha256.Size]byte
+}
+
+// startTurnLinks sets x.ParentTurnKey from x's request, decoded (req; nil
+// when it is not a JSON request), with the keyed MAC from newMAC, which
+// finish hands back to done (when not nil): RedactExchange lends its
+// pooled one. It returns the digest to finish with the answer, or nil when
+// the request is not linked (x.TurnKey is then 0 too).
+func startTurnLinks(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) *turnLink {
 	x.TurnKey, x.ParentTurnKey = 0, 0
 	if req == nil || len(req.Messages) == 0 || !mayLink(x) {
-		return
+		return nil
 	}
-	mac := newMAC()
-	if done != nil {
-		defer done(mac)
-	}
-	bp := turnBufs.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledTurnBuf {
-			turnBufs.Put(bp)
-		}
-	}()
-	buf := (*bp)[:0]
-	mac.Write(domainTurnsBytes)
-	var sum [sha256.Size]byte
-	// Each message is framed and written as it is read; the keys are set
-	// only once every message has been read (one that cannot be read
+	t := &turnLink{mac: newMAC(), done: done, bp: turnBufs.Get().(*[]byte)}
+	buf := (*t.bp)[:0]
+	t.mac.Write(domainTurnsBytes)
+	// Each message is framed and written as it is read; the parent key is
+	// set only once every message has been read (one that cannot be read
 	// leaves the request unlinked).
 	var parent int64
 	if len(req.System) > 0 && string(req.System) != "null" {
 		sys := canonMessage{role: "system"}
 		sys.addContent(req.System)
 		buf = sys.appendTo(buf[:0])
-		mac.Write(buf)
+		t.mac.Write(buf)
 	}
 	for i := range req.Messages {
 		m, ok := canonRequestMessage(&req.Messages[i])
 		if !ok {
-			*bp = buf
-			return
+			*t.bp = buf
+			t.release()
+			return nil
 		}
 		buf = m.appendTo(buf[:0])
-		mac.Write(buf)
+		t.mac.Write(buf)
 		if m.role == "assistant" && i+1 < len(req.Messages) {
-			parent = digest(mac, sum[:0])
+			parent = digest(t.mac, t.sum[:0])
 		}
 	}
+	*t.bp = buf
 	x.ParentTurnKey = parent
-	if answer, ok := answerOf(x); ok {
-		buf = answer.appendTo(buf[:0])
-		mac.Write(buf)
-		x.TurnKey = digest(mac, sum[:0])
+	return t
+}
+
+// finish sets x.TurnKey from the answer (none when ok is false) and
+// releases the digest.
+func (t *turnLink) finish(x *formats.Exchange, answer canonMessage, ok bool) {
+	if ok {
+		*t.bp = answer.appendTo((*t.bp)[:0])
+		t.mac.Write(*t.bp)
+		x.TurnKey = digest(t.mac, t.sum[:0])
 	}
-	*bp = buf
+	t.release()
+}
+
+func (t *turnLink) release() {
+	if cap(*t.bp) <= maxPooledTurnBuf {
+		turnBufs.Put(t.bp)
+	}
+	if t.done != nil {
+		t.done(t.mac)
+	}
 }
 
 // encoded reports whether a body is content-encoded (gzip …): its bytes are
@@ -335,14 +355,10 @@ func canonJSONText(s string) string { return canonJSON([]byte(s)) }
 // response or an event stream; false when there is none to continue from
 // (no 2xx response, a truncated or encoded body, a stream cut short).
 func answerOf(x *formats.Exchange) (canonMessage, bool) {
-	if x.Status < 200 || x.Status > 299 || len(x.RespBody) == 0 || int64(len(x.RespBody)) < x.RespBodyBytes || encoded(x.RespHeaders) {
+	switch answerKindOf(x) {
+	case answerNone:
 		return canonMessage{}, false
-	}
-	ct := x.RespContentType
-	if ct == "" {
-		ct = header(x.RespHeaders, "content-type")
-	}
-	if strings.Contains(ct, "event-stream") || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("data:")) || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("event:")) {
+	case answerStream:
 		return streamAnswer(x.RespBody)
 	}
 	var resp struct {
@@ -367,20 +383,68 @@ func answerOf(x *formats.Exchange) (canonMessage, bool) {
 	return canonMessage{}, false
 }
 
+// answerKind is where an exchange's answer is read from.
+type answerKind uint8
+
+const (
+	answerNone   answerKind = iota // no answer to continue from
+	answerStream                   // an event stream (streamAnswer)
+	answerJSON                     // a JSON response
+)
+
+// answerKindOf is where answerOf reads x's answer from, decided from its
+// status, headers and raw response body.
+func answerKindOf(x *formats.Exchange) answerKind {
+	if x.Status < 200 || x.Status > 299 || len(x.RespBody) == 0 || int64(len(x.RespBody)) < x.RespBodyBytes || encoded(x.RespHeaders) {
+		return answerNone
+	}
+	ct := x.RespContentType
+	if ct == "" {
+		ct = header(x.RespHeaders, "content-type")
+	}
+	if strings.Contains(ct, "event-stream") || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("data:")) || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("event:")) {
+		return answerStream
+	}
+	return answerJSON
+}
+
 // streamAnswer rebuilds the first choice's answer from an OpenAI chat
 // stream (delta content and tool-call fragments) or an Anthropic messages
 // stream (content blocks and their deltas). A stream without its end
 // (OpenAI's [DONE] or a finish_reason, Anthropic's message_stop) has no
 // answer to continue from.
 func streamAnswer(body []byte) (canonMessage, bool) {
+	a := newAnswerScan(body)
+	a.sc.Feed(body, time.Time{}, a.emit)
+	return a.end()
+}
+
+// answerScan rebuilds a stream's answer (streamAnswer) from its bytes,
+// fed to sc, or from its lines, handed to sc.Line by the redactor's walk of
+// the same bytes (which then need not be scanned twice).
+type answerScan struct {
+	sc   *sse.Scanner
+	b    streamAnswerBuilder
+	emit func(*sse.Event)
+	// walked is set by the redactor once every line of the stream has
+	// gone to sc.Line.
+	walked bool
+}
+
+// newAnswerScan is an answerScan for body.
+func newAnswerScan(body []byte) *answerScan {
 	// The answer's text is a small part of the stream's framing: start
 	// with room for an eighth of it instead of growing from nothing.
-	a := streamAnswerBuilder{text: make([]byte, 0, min(len(body)/8, 64<<10))}
-	emit := func(ev *sse.Event) { a.event(ev.Data) }
-	sc := sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})
-	sc.Feed(body, time.Time{}, emit)
-	sc.Flush(time.Time{}, emit)
-	return a.answer()
+	a := &answerScan{sc: sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})}
+	a.b.text = make([]byte, 0, min(len(body)/8, 64<<10))
+	a.emit = func(ev *sse.Event) { a.b.event(ev.Data) }
+	return a
+}
+
+// end flushes the scan and returns the answer.
+func (a *answerScan) end() (canonMessage, bool) {
+	a.sc.Flush(time.Time{}, a.emit)
+	return a.b.answer()
 }
 
 // streamAnswerBuilder gathers an answer event by event.

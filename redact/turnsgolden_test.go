@@ -35,6 +35,9 @@ func turnGoldenCases() []*formats.Exchange {
 			strings.Repeat(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":" token"}}]}`+"\n\n", 32)+"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":32}}\n\ndata: [DONE]\n\n"),
 		chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"He\"}}]}\n"+"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"llo\"}}]}\n\n: comment\nevent: x\ndata:{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"!\"},\"finish_reason\":\"stop\"}]}"),
 		chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "text/event-stream", openAIStream("cut")[:40]),
+		// A stream under another type is redacted as text, not walked as
+		// events: its answer (the first case's) comes from a scan.
+		chatExchange(`{"model":"m","stream":true,"messages":[`+sys+`,`+u1+`]}`, 200, "text/plain", openAIStream("Paris, of course.")),
 	}
 }
 
@@ -54,6 +57,7 @@ func TestTurnKeysGolden(t *testing.T) {
 		"f51e9ad1b3ef25b4 0",
 		"64b0dad1a7be9bb5 0",
 		"0 0",
+		"28432fffa64e1a2e 0",
 	}
 	r := testRedactor(t)
 	var got []string
@@ -73,4 +77,32 @@ func TestTurnKeysGolden(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("turn digests changed:\n%s", strings.Join(got, "\n"))
 	}
+}
+
+// FuzzAnswerFromWalk: the answer rebuilt from the lines the response's
+// redaction walks is the one a scan of the raw stream rebuilds.
+func FuzzAnswerFromWalk(f *testing.F) {
+	for _, x := range turnGoldenCases() {
+		f.Add(x.RespBody)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\ndata: {\"x\":1}\n\n:c\r\ndata\rdata:[DONE]\r\n"))
+	r, err := New(DefaultPolicy(), testKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, wantOK := streamAnswer(body)
+		a := newAnswerScan(body)
+		if _, err := r.redactBody(domainResponse, "text/event-stream", "", body, a); err != nil || !a.walked {
+			if len(body) > 0 {
+				t.Fatalf("walk of %q: err %v, walked %v", body, err, a.walked)
+			}
+			return
+		}
+		got, gotOK := a.end()
+		if gotOK != wantOK || string(got.text) != string(want.text) || strings.Join(got.calls, "\x00") != strings.Join(want.calls, "\x00") ||
+			strings.Join(got.other, "\x00") != strings.Join(want.other, "\x00") || got.role != want.role {
+			t.Fatalf("answer of %q from the walk %+v %v, from a scan %+v %v", body, got, gotOK, want, wantOK)
+		}
+	})
 }
