@@ -100,14 +100,18 @@ func (d *countDist) add(v int64, c int64) {
 
 // addEach counts each of gaps (µs) once; negative ones are not counted.
 func (d *countDist) addEach(gaps []int32) {
+	dense, n := d.dense, int64(0) // in registers: d.dense[g]++ could change d's fields as far as the compiler knows
 	for _, g := range gaps {
-		if g >= 0 && int(g) < len(d.dense) {
-			d.dense[g]++
-			d.n++
-		} else {
-			d.add(int64(g), 1)
+		if uint(g) < uint(len(dense)) { // 0 ≤ g < len(dense)
+			dense[g]++
+			n++
+			continue
 		}
+		d.n += n
+		d.add(int64(g), 1)
+		dense, n = d.dense, 0
 	}
+	d.n += n
 }
 
 // sumCounts returns the counts of a and b together: a itself when b is

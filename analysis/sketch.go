@@ -40,8 +40,8 @@ type sketchBins struct {
 // integer magnitude (1 … 2^63) can fall in. sliceFirst[k<<sliceBits | j] is
 // the first bin whose bound reaches the lower edge of the j-th of the
 // 2^sliceBits equal slices of [2^k, 2^(k+1)): a slice (0.4 % of its octave)
-// is narrower than a bin (2 %), so finding a bin is a table lookup and
-// rarely a comparison or two, instead of a logarithm.
+// is narrower than a bin (2 %), so finding a bin is a table lookup and one
+// comparison, instead of a logarithm.
 var sketchBounds, sliceFirst = func() ([]float64, []uint16) {
 	bounds := []float64{1}
 	for bounds[len(bounds)-1] < 1<<63 {
@@ -69,9 +69,8 @@ func sketchBin(m uint64) int {
 	} else {
 		j = m << (sliceBits - k)
 	}
-	x := float64(m)
 	i := int(sliceFirst[k<<sliceBits|int(j&(1<<sliceBits-1))])
-	for sketchBounds[i] < x {
+	if sketchBounds[i] < float64(m) { // one step at most: a slice is narrower than a bin (TestSketchSliceOneStep); a conditional move, not a branch
 		i++
 	}
 	return i

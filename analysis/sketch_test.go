@@ -348,3 +348,21 @@ func TestSketchBinLookup(t *testing.T) {
 		check(m)
 	}
 }
+
+// TestSketchSliceOneStep: every magnitude of a slice lies at or below the
+// bound after its first bin's, so sketchBin's single step finds its bin
+// (magnitudes above 2^53 round to a float at most the octave's end).
+func TestSketchSliceOneStep(t *testing.T) {
+	for k := range 64 {
+		for j := range 1 << sliceBits {
+			i := int(sliceFirst[k<<sliceBits|j])
+			top := math.Ldexp(1+float64(j+1)/(1<<sliceBits), k) // the slice's upper edge, inclusive for rounding
+			if k == 63 {
+				top = math.Min(top, 1<<63)
+			}
+			if i+1 < len(sketchBounds) && sketchBounds[i+1] < top {
+				t.Fatalf("octave %d slice %d: bins %d and %d (bounds %g, %g) both below the slice's top %g", k, j, i, i+1, sketchBounds[i], sketchBounds[i+1], top)
+			}
+		}
+	}
+}
