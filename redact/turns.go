@@ -9,6 +9,7 @@ import (
 	"hash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -50,6 +51,16 @@ import (
 // domainTurns separates the turn digests from every other use of the key.
 const domainTurns = "reel/turn-links/1"
 
+// domainTurnsBytes is domainTurns as the MAC takes it (a conversion at the
+// call would allocate: the MAC is an interface).
+var domainTurnsBytes = []byte(domainTurns)
+
+// turnBufs holds the buffers messages are framed in (*[]byte).
+var turnBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledTurnBuf bounds the buffers turnBufs keeps.
+const maxPooledTurnBuf = 64 << 10
+
 // LinkTurns sets x.TurnKey and x.ParentTurnKey from x's raw request and
 // response bodies, keyed with key; both stay zero when the request is not a
 // conversation (or, for TurnKey, when its answer was not seen whole). It
@@ -85,37 +96,48 @@ func linkTurns(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, d
 	if req == nil || len(req.Messages) == 0 || !mayLink(x) {
 		return
 	}
-	msgs := make([]canonMessage, 0, len(req.Messages)+2)
-	if len(req.System) > 0 && string(req.System) != "null" {
-		sys := canonMessage{role: "system"}
-		sys.addContent(req.System)
-		msgs = append(msgs, sys)
-	}
-	for i := range req.Messages {
-		m, ok := canonRequestMessage(&req.Messages[i])
-		if !ok {
-			return
-		}
-		msgs = append(msgs, m)
-	}
 	mac := newMAC()
 	if done != nil {
 		defer done(mac)
 	}
-	mac.Write([]byte(domainTurns))
+	bp := turnBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledTurnBuf {
+			turnBufs.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
+	mac.Write(domainTurnsBytes)
 	var sum [sha256.Size]byte
-	buf := make([]byte, 0, 512)
-	for i := range msgs {
-		buf = msgs[i].appendTo(buf[:0])
+	// Each message is framed and written as it is read; the keys are set
+	// only once every message has been read (one that cannot be read
+	// leaves the request unlinked).
+	var parent int64
+	if len(req.System) > 0 && string(req.System) != "null" {
+		sys := canonMessage{role: "system"}
+		sys.addContent(req.System)
+		buf = sys.appendTo(buf[:0])
 		mac.Write(buf)
-		if msgs[i].role == "assistant" && i+1 < len(msgs) {
-			x.ParentTurnKey = digest(mac, sum[:0])
+	}
+	for i := range req.Messages {
+		m, ok := canonRequestMessage(&req.Messages[i])
+		if !ok {
+			*bp = buf
+			return
+		}
+		buf = m.appendTo(buf[:0])
+		mac.Write(buf)
+		if m.role == "assistant" && i+1 < len(req.Messages) {
+			parent = digest(mac, sum[:0])
 		}
 	}
+	x.ParentTurnKey = parent
 	if answer, ok := answerOf(x); ok {
-		mac.Write(answer.appendTo(buf[:0]))
+		buf = answer.appendTo(buf[:0])
+		mac.Write(buf)
 		x.TurnKey = digest(mac, sum[:0])
 	}
+	*bp = buf
 }
 
 // encoded reports whether a body is content-encoded (gzip …): its bytes are
@@ -137,10 +159,27 @@ func digest(mac hash.Hash, b []byte) int64 {
 
 // canonMessage is one message in canonical form.
 type canonMessage struct {
-	role  string
-	text  string   // text content, concatenated
+	role string
+	// text is the text content, concatenated: a view of the body it was
+	// read from until a second piece is added (owned).
+	text  []byte
+	owned bool
 	calls []string // tool calls: id, name, arguments, framed
 	other []string // tool results and other parts, framed, in order
+}
+
+// addText appends p to the message's text.
+func (m *canonMessage) addText(p []byte) {
+	switch {
+	case len(p) == 0:
+	case len(m.text) == 0 && !m.owned:
+		m.text = p
+	default:
+		if !m.owned {
+			m.text, m.owned = append(make([]byte, 0, len(m.text)+len(p)), m.text...), true
+		}
+		m.text = append(m.text, p...)
+	}
 }
 
 // appendTo frames the message: each field length-prefixed, so that
@@ -152,7 +191,9 @@ func (m *canonMessage) appendTo(b []byte) []byte {
 		return append(b, s...)
 	}
 	b = field(b, 'M', m.role)
-	b = field(b, 'T', m.text)
+	b = append(b, 'T')
+	b = binary.AppendUvarint(b, uint64(len(m.text)))
+	b = append(b, m.text...)
 	for _, c := range m.calls {
 		b = field(b, 'C', c)
 	}
@@ -181,21 +222,27 @@ type toolCall struct {
 // its tool calls are not a list of calls (the request is then not linked,
 // as when it does not decode).
 func canonRequestMessage(rm *sse.Message) (canonMessage, bool) {
-	m := chatMessage{Role: rm.Role, Content: rm.Content, ToolCallID: rm.ToolCallID}
-	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &m.ToolCalls) != nil {
+	var calls []toolCall
+	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &calls) != nil {
 		return canonMessage{}, false
 	}
-	return m.canon(), true
+	return canonOf(rm.Role, rm.Content, calls, rm.ToolCallID), true
 }
 
 func (m *chatMessage) canon() canonMessage {
-	c := canonMessage{role: m.Role}
-	c.addContent(m.Content)
-	for _, tc := range m.ToolCalls {
+	return canonOf(m.Role, m.Content, m.ToolCalls, m.ToolCallID)
+}
+
+// canonOf is the canonical form of a message of role with the given
+// content, tool calls and tool-call id (a tool result's).
+func canonOf(role string, content json.RawMessage, calls []toolCall, toolCallID string) canonMessage {
+	c := canonMessage{role: role}
+	c.addContent(content)
+	for _, tc := range calls {
 		c.calls = append(c.calls, frameCall(tc.ID, tc.Function.Name, canonJSONText(tc.Function.Arguments)))
 	}
-	if m.ToolCallID != "" {
-		c.other = append([]string{"tool_call_id\x00" + m.ToolCallID}, c.other...)
+	if toolCallID != "" {
+		c.other = append([]string{"tool_call_id\x00" + toolCallID}, c.other...)
 	}
 	return c
 }
@@ -227,8 +274,8 @@ func (c *canonMessage) addContent(raw json.RawMessage) {
 	}
 	switch raw[0] {
 	case '"':
-		if s, err := jsonstr.Decode(raw); err == nil {
-			c.text += s
+		if s, err := jsonstr.DecodeBytes(raw); err == nil {
+			c.addText(s)
 		}
 		return
 	case '[':
@@ -246,7 +293,7 @@ func (c *canonMessage) addContent(raw json.RawMessage) {
 		}
 		switch blk.Type {
 		case "text":
-			c.text += blk.Text
+			c.addText([]byte(blk.Text))
 		case "tool_use":
 			c.calls = append(c.calls, frameCall(blk.ID, blk.Name, canonJSON(blk.Input)))
 		case "thinking", "redacted_thinking", "reasoning":
@@ -465,7 +512,7 @@ func (a *streamAnswerBuilder) answer() (canonMessage, bool) {
 	if !a.ended || !a.sawDelta {
 		return canonMessage{}, false
 	}
-	m := canonMessage{role: "assistant", text: string(a.text)}
+	m := canonMessage{role: "assistant", text: a.text, owned: true}
 	for _, k := range a.calls {
 		m.calls = append(m.calls, frameCall(k.id, k.name, canonJSONText(k.args.String())))
 	}
@@ -475,7 +522,7 @@ func (a *streamAnswerBuilder) answer() (canonMessage, bool) {
 		typ, name, _ := strings.Cut(b.name, "\x00")
 		switch typ {
 		case "text":
-			m.text += b.args.String()
+			m.addText([]byte(b.args.String()))
 		case "tool_use":
 			args := b.args.String()
 			if args == "" {

@@ -21,16 +21,33 @@ import (
 // included, so Decode agrees with json.Unmarshal into a string
 // (FuzzDecode).
 func Decode(raw []byte) (string, error) {
-	b := bytes.Trim(raw, jsonSpace)
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
-		inner := b[1 : len(b)-1]
-		if plain(inner) {
-			return string(inner), nil
-		}
+	if inner, ok := plainContent(raw); ok {
+		return string(inner), nil
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// DecodeBytes is Decode for a reader that uses the text at once: the
+// content of a plain string is returned as a view of raw, without a copy.
+func DecodeBytes(raw []byte) ([]byte, error) {
+	if inner, ok := plainContent(raw); ok {
+		return inner, nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return []byte(s), err
+}
+
+// plainContent returns the content of raw, a JSON string value, when it
+// is its own decoding (see plain).
+func plainContent(raw []byte) ([]byte, bool) {
+	b := bytes.Trim(raw, jsonSpace)
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && plain(b[1:len(b)-1]) {
+		return b[1 : len(b)-1], true
+	}
+	return nil, false
 }
 
 // jsonSpace is what JSON counts as whitespace; bytes.TrimSpace would also

@@ -21,9 +21,12 @@ func checkDecode(t *testing.T, raw []byte) {
 	if (gotErr == nil) != (wantErr == nil) || (wantErr == nil && got != want) {
 		t.Fatalf("Decode(%q) = %q, %v; encoding/json: %q, %v", raw, got, gotErr, want, wantErr)
 	}
+	if b, err := DecodeBytes(raw); (err == nil) != (wantErr == nil) || (wantErr == nil && string(b) != want) {
+		t.Fatalf("DecodeBytes(%q) = %q, %v; encoding/json: %q, %v", raw, b, err, want, wantErr)
+	}
 }
 
-// FuzzDecode: Decode agrees with json.Unmarshal into a string.
+// FuzzDecode: Decode and DecodeBytes agree with json.Unmarshal into a string.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`"plain"`, `"esc\"aped\\"`, "\"\xe2\x82\"", `"\u0000"`} {
 		f.Add([]byte(s))
