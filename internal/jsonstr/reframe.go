@@ -67,6 +67,9 @@ func commonSuffix(a, b []byte) int {
 // readers treat invalid bytes alike wherever they sit.
 func ValidContent(inner []byte) bool {
 	for i := 0; i < len(inner); i++ {
+		if i += PlainRun(inner[i:]); i == len(inner) {
+			break
+		}
 		switch c := inner[i]; {
 		case c == '"' || c < 0x20:
 			return false
