@@ -282,26 +282,24 @@ func (s *groupSet) add(g *groupAcc, b *exactBudget, o *observation, ok bool, lat
 	if ok {
 		g.ok++
 	}
-	if w := &g.whole; w[0] == nil && w[1] == nil && w[2] == nil { // most groups: their own distributions
-		for k, c := range groupCols {
-			if x := &lat[c]; x.v != missing {
-				s.addOwn(g, k, b, x, &run[c])
-			}
-		}
-		return
-	}
-	for k, c := range groupCols {
-		x := &lat[c]
-		if x.v == missing {
-			continue
-		}
-		if g.whole[k] != nil {
-			// The run's sketch took the value: count the cells it grew
-			// by against the budget as this group's own sketch would.
-			b.grow(grown[c])
-			continue
-		}
-		s.addOwn(g, k, b, x, &run[c])
+	// Column by column, not a loop over groupCols: each column's branches
+	// are then predicted on their own.
+	s.addCol(g, groupE2E, b, &lat[colE2E], &run[colE2E], grown[colE2E])
+	s.addCol(g, groupTTFT, b, &lat[colTTFT], &run[colTTFT], grown[colTTFT])
+	s.addCol(g, groupTPOT, b, &lat[colTPOT], &run[colTPOT], grown[colTPOT])
+}
+
+// addCol adds x (column groupCols[k]) to g, after the run's distribution
+// r took it, growing its sketch by grown cells.
+func (s *groupSet) addCol(g *groupAcc, k int, b *exactBudget, x *sample, r *dist, grown int) {
+	switch {
+	case x.v == missing:
+	case g.whole[k] != nil:
+		// The run's sketch took the value: count the cells it grew by
+		// against the budget as this group's own sketch would.
+		b.grow(grown)
+	default:
+		s.addOwn(g, k, b, x, r)
 	}
 }
 
@@ -363,7 +361,9 @@ func (a *Analyzer) Options() Options { return a.opt }
 // AddResult adds one replay result row. The row is not retained.
 func (a *Analyzer) AddResult(r *formats.Result) {
 	a.replays++
-	a.add(fromResult(r))
+	var o observation // on the stack, filled in place: copying it per row costs more than its work
+	o.fromResult(r)
+	a.add(&o)
 }
 
 // AddExchange adds one recorded exchange. The row is not retained.
@@ -372,10 +372,12 @@ func (a *Analyzer) AddExchange(x *formats.Exchange) {
 	if a.sessions != nil {
 		a.sessions.Add(x)
 	}
-	a.add(fromExchange(x))
+	var o observation
+	o.fromExchange(x)
+	a.add(&o)
 }
 
-func (a *Analyzer) add(o observation) {
+func (a *Analyzer) add(o *observation) {
 	if !a.seenFirst {
 		a.seenFirst, a.firstOrig = true, o.orig
 	}
@@ -395,19 +397,19 @@ func (a *Analyzer) add(o observation) {
 			a.origin = o.frame
 		}
 	}
-	if !a.opt.Filter.keeps(&o) {
+	if !a.opt.Filter.keeps(o) {
 		a.filtered++
 		return
 	}
 	b := &a.budget
 	ok := isOK(o.class)
-	meets := ok && a.meets(&o)
-	a.tot.add(&o, ok, meets)
+	meets := ok && a.meets(o)
+	a.tot.add(o, ok, meets)
 	if !a.schedApart && o.lat[colE2ESched] != o.lat[colE2E] {
 		a.splitSched()
 	}
 	fr := a.frames[a.frameOf(o.orig)]
-	fr.c.add(&o, ok, meets)
+	fr.c.add(o, ok, meets)
 	route := a.byRoute.at(a.routes.pair(o.method, o.path))
 	model := a.byModel.at(a.models.id(o.model))
 	class := a.byClass.at(a.classes.id(o.class))
@@ -426,6 +428,8 @@ func (a *Analyzer) add(o observation) {
 		x := &lat[c]
 		if c == colE2ESched && v == o.lat[colE2E] { // a recording's: the same value, the same bin
 			x = &lat[colE2E]
+		} else {
+			*x = sampleOf(v)
 		}
 		grown[c] = a.lat[c].addSample(b, x)
 		if a.perFrame[c] {
@@ -436,7 +440,7 @@ func (a *Analyzer) add(o observation) {
 		}
 	}
 	if p := o.promptTokens; p > 0 {
-		x := sample{v: int64(p)}
+		x := sampleOf(int64(p))
 		a.prompt.addSample(b, &x)
 		fr.prompt.addSample(b, &x)
 	}
@@ -444,12 +448,12 @@ func (a *Analyzer) add(o observation) {
 		a.body.add(b, o.bodyBytes)
 	}
 	a.starts.add(b, o.orig)
-	a.byRoute.add(route, b, &o, ok, &lat, &a.lat, &grown)
-	a.byModel.add(model, b, &o, ok, &lat, &a.lat, &grown)
-	a.byClass.add(class, b, &o, ok, &lat, &a.lat, &grown)
-	a.byBucket.add(bucket, b, &o, ok, &lat, &a.lat, &grown)
+	a.byRoute.add(route, b, o, ok, &lat, &a.lat, &grown)
+	a.byModel.add(model, b, o, ok, &lat, &a.lat, &grown)
+	a.byClass.add(class, b, o, ok, &lat, &a.lat, &grown)
+	a.byBucket.add(bucket, b, o, ok, &lat, &a.lat, &grown)
 
-	a.addTiming(&o, ok)
+	a.addTiming(o, ok)
 	if len(o.prefix) > 0 {
 		a.prefix.add(o.prefix)
 	}
@@ -548,27 +552,49 @@ func (a *Analyzer) itl() *countDist { return sumCounts(&a.itlEven, &a.itlSpread)
 // gap shared evenly by its tokens.
 func (a *Analyzer) itlToken() *countDist { return sumCounts(&a.itlEven, &a.itlSpreadToken) }
 
-// secondSums sums values per second with the latest second's sum held
-// outside the map: a stream's token events mostly fall in one second, so
-// most additions skip the map. Each second receives the same additions in
-// the same order as a plain map would.
+// secondSums sums values per second with the sums of the latest seconds
+// held in a small ring outside the map: a stream's token events fall in
+// the few seconds after its start, and starts come in time order, so most
+// additions skip the map. A second lives in one place at a time (its ring
+// slot or the map), so each second receives the same additions in the
+// same order as a plain map would.
 type secondSums struct {
-	m    map[int64]float64
-	sec  int64
-	sum  float64
-	held bool // sec's sum is in sum, not in m
+	m      map[int64]float64
+	recent [secondRing]heldSecond // by sec mod secondRing
 	// fractional: a value added was not a whole number, so sums depend on
 	// the order of additions (addEvents adds one by one from then on).
 	fractional bool
 }
 
+// secondRing is how many seconds secondSums holds outside its map: more
+// than a stream usually spans, few enough to stay in a cache line or two.
+const secondRing = 16
+
+// heldSecond is one second's sum while it is in secondSums' ring.
+type heldSecond struct {
+	sec  int64
+	sum  float64
+	held bool
+}
+
 func (s *secondSums) add(sec int64, v float64) {
-	if s.fractional = s.fractional || v != math.Trunc(v); s.held && sec == s.sec {
-		s.sum += v
+	s.fractional = s.fractional || v != math.Trunc(v)
+	if h := &s.recent[uint64(sec)%secondRing]; h.held && h.sec == sec {
+		h.sum += v
 		return
 	}
-	s.flush()
-	s.sec, s.sum, s.held = sec, s.m[sec]+v, true
+	s.hold(sec, v)
+}
+
+// hold puts second sec in its ring slot, with v added to what the map
+// held for it, moving the slot's second to the map (apart from add, so
+// that add is inlined into the per-event loop).
+func (s *secondSums) hold(sec int64, v float64) {
+	h := &s.recent[uint64(sec)%secondRing]
+	if h.held {
+		s.m[h.sec] = h.sum
+	}
+	*h = heldSecond{sec: sec, sum: s.m[sec] + v, held: true}
 }
 
 // addEvents adds per to the second of each of a stream's token events:
@@ -591,31 +617,35 @@ func (s *secondSums) addEvents(t int64, gaps []int32, per float64) {
 		}
 		return
 	}
-	lo := sec * second
-	events := 1 // in sec
-	for _, g := range gaps {
-		if t += int64(g) * 1000; uint64(t-lo) < uint64(second) { // lo ≤ t < lo+1s
-			events++
-			continue
+	for {
+		lo := sec * second
+		n := 0 // gaps whose events stay in sec
+		for ; n < len(gaps); n++ {
+			next := t + int64(gaps[n])*1000
+			if uint64(next-lo) >= uint64(second) { // not lo ≤ next < lo+1s
+				break
+			}
+			t = next
 		}
-		s.add(sec, float64(events)*per)
+		s.add(sec, float64(n+1)*per)
+		if n == len(gaps) {
+			return
+		}
+		t += int64(gaps[n]) * 1000
+		gaps = gaps[n+1:]
 		sec = floorDiv(t, second)
-		lo, events = sec*second, 1
 	}
-	s.add(sec, float64(events)*per)
 }
 
 // all returns the sums by second.
 func (s *secondSums) all() map[int64]float64 {
-	s.flush()
-	return s.m
-}
-
-func (s *secondSums) flush() {
-	if s.held {
-		s.m[s.sec] = s.sum
-		s.held = false
+	for i := range s.recent {
+		if h := &s.recent[i]; h.held {
+			s.m[h.sec] = h.sum
+			h.held = false
+		}
 	}
+	return s.m
 }
 
 // meets reports whether an OK observation meets every SLO bound it has.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -555,5 +556,63 @@ func TestE2ESchedApartFromE2E(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSecondSumsMatchMap: token-second sums, through the ring of recent
+// seconds and the per-second event counting, equal a plain map's sums of
+// every event added one by one, bit for bit: whole and fractional tokens
+// per event, streams longer than the ring, starts out of order, negative
+// gaps and times.
+func TestSecondSumsMatchMap(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fractional bool
+	}{{"whole", false}, {"fractional", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			s := secondSums{m: map[int64]float64{}}
+			want := map[int64]float64{}
+			start := int64(-5e9)
+			for i := range 20_000 {
+				start += rng.Int64N(3e6) - 2e5 // mostly in order
+				gaps := make([]int32, rng.IntN(40))
+				for j := range gaps {
+					switch rng.IntN(50) {
+					case 0:
+						gaps[j] = int32(rng.IntN(30e6)) // a long pause: crosses the ring
+					case 1:
+						gaps[j] = -int32(rng.IntN(2e6))
+					default:
+						gaps[j] = int32(rng.IntN(60e3))
+					}
+				}
+				per := float64(1 + rng.IntN(3))
+				if tc.fractional && i > 10_000 {
+					per = 1 + rng.Float64()
+				}
+				s.addEvents(start, gaps, per)
+				at := start
+				want[floorDiv(at, int64(time.Second))] += per
+				for _, g := range gaps {
+					at += int64(g) * 1000
+					want[floorDiv(at, int64(time.Second))] += per
+				}
+				if i%97 == 0 { // the whole-request path: all tokens at the end
+					end := start + rng.Int64N(4e9)
+					s.add(floorDiv(end, int64(time.Second)), 5)
+					want[floorDiv(end, int64(time.Second))] += 5
+				}
+			}
+			got := s.all()
+			if len(got) != len(want) {
+				t.Fatalf("%d seconds, want %d", len(got), len(want))
+			}
+			for sec, v := range want {
+				if got[sec] != v {
+					t.Fatalf("second %d: %v, want %v", sec, got[sec], v)
+				}
+			}
+		})
 	}
 }

@@ -30,8 +30,19 @@ var colOf = map[Metric]int{
 	MetricE2E: colE2E, MetricE2ESched: colE2ESched, MetricLag: colLag, MetricSessionDelay: colSessionDelay,
 }
 
+// allMissing is an observation's latencies before a row's are known.
+var allMissing = func() (lat [numCols]int64) {
+	for i := range lat {
+		lat[i] = missing
+	}
+	return lat
+}()
+
 // observation is one request, from a recording or a replay, in the shape
-// every metric is computed from. It lives only while a row is added.
+// every metric is computed from. It lives only while a row is added, on
+// the adder's stack, and fromExchange and fromResult set each of its
+// fields one by one: returned by value, or assigned a composite literal,
+// it is built aside and copied, which cost more than filling it.
 type observation struct {
 	orig     int64 // original start (recording ts, replay orig_ts), ns since epoch: names frames
 	sched    int64 // t_sched, ns since epoch (recording: = send)
@@ -118,31 +129,25 @@ func orMissing(v int64) int64 {
 	return v
 }
 
-// fromResult maps a replay result row.
-func fromResult(r *formats.Result) observation {
-	o := observation{
-		orig:      r.OrigTs.UnixNano(),
-		send:      r.SentUnixNs,
-		sched:     r.SentUnixNs - r.LagNs,
-		runStart:  r.ScheduledNs,
-		class:     classify(r.Status, r.Error, true),
-		itlUs:     r.ITLUs,
-		outTokens: r.OutputTokens, promptTokens: r.PromptTokens,
-		batch: r.BatchSize, queue: r.QueueDepth,
-		bodyBytes: r.BytesSent,
-		method:    r.Method, path: r.Path,
-		model: r.Model,
+// fromResult maps a replay result row into o.
+func (o *observation) fromResult(r *formats.Result) {
+	o.send, o.sched, o.runStart = r.SentUnixNs, r.SentUnixNs-r.LagNs, r.ScheduledNs
+	o.orig = o.sched
+	if !r.OrigTs.IsZero() {
+		o.orig = r.OrigTs.UnixNano()
 	}
-	o.cachedTokens = cachedOrMissing(r.CachedTokens)
-	if r.OrigTs.IsZero() {
-		o.orig = o.sched
-	}
+	o.frame = 0
 	if !r.Frame.IsZero() {
 		o.frame = r.Frame.UnixNano()
 	}
-	for i := range o.lat {
-		o.lat[i] = missing
-	}
+	o.class = classify(r.Status, r.Error, true)
+	o.lat = allMissing
+	o.itlUs = r.ITLUs
+	o.outTokens, o.promptTokens, o.cachedTokens = r.OutputTokens, r.PromptTokens, cachedOrMissing(r.CachedTokens)
+	o.batch, o.queue = r.BatchSize, r.QueueDepth
+	o.bodyBytes = r.BytesSent
+	o.method, o.path, o.model = r.Method, r.Path, r.Model
+	o.prefix = nil
 	o.lat[colLag] = r.LagNs
 	if r.SessionDelayNs > 0 {
 		o.lat[colSessionDelay] = r.SessionDelayNs
@@ -155,7 +160,6 @@ func fromResult(r *formats.Result) observation {
 		o.lat[colE2ESched] = orMissing(r.E2ESchedNs)
 		o.lat[colTPOT] = tpotOf(o.lat[colE2E], o.lat[colTTFT], r.OutputTokens)
 	}
-	return o
 }
 
 // maxRecordedGaps is the recorder's cap on event_gaps_us (sse
@@ -184,26 +188,16 @@ func ExchangeColumns() []string { return slices.Clone(exchangeColumns) }
 // first gap is TTST, and a stream's E2E ends at its last token event
 // (ttft_ns + Σ event_gaps_us) rather than at its last byte (duration_ns,
 // which includes a trailing usage chunk and [DONE]).
-func fromExchange(x *formats.Exchange) observation {
-	o := observation{
-		orig:      x.TsUnixNs,
-		send:      x.TsUnixNs,
-		sched:     x.TsUnixNs,
-		runStart:  missing,
-		class:     classify(x.Status, x.Error, x.Complete),
-		itlUs:     x.EventGapsUs,
-		outTokens: x.OutputTokens, promptTokens: x.PromptTokens,
-		batch: x.BatchSize, queue: x.QueueDepth,
-		bodyBytes: x.ReqBodyBytes,
-		method:    x.Method, path: x.Path,
-		model:  x.Model,
-		prefix: x.PrefixHashes,
-
-		cachedTokens: cachedOrMissing(x.CachedTokens),
-	}
-	for i := range o.lat {
-		o.lat[i] = missing
-	}
+func (o *observation) fromExchange(x *formats.Exchange) {
+	o.orig, o.sched, o.send, o.runStart, o.frame = x.TsUnixNs, x.TsUnixNs, x.TsUnixNs, missing, 0
+	o.class = classify(x.Status, x.Error, x.Complete)
+	o.lat = allMissing
+	o.itlUs = x.EventGapsUs
+	o.outTokens, o.promptTokens, o.cachedTokens = x.OutputTokens, x.PromptTokens, cachedOrMissing(x.CachedTokens)
+	o.batch, o.queue = x.BatchSize, x.QueueDepth
+	o.bodyBytes = x.ReqBodyBytes
+	o.method, o.path, o.model = x.Method, x.Path, x.Model
+	o.prefix = x.PrefixHashes
 	if isOK(o.class) {
 		o.lat[colTTFB] = orMissing(x.TTFBNs)
 		o.lat[colE2E] = orMissing(x.DurationNs)
@@ -223,5 +217,4 @@ func fromExchange(x *formats.Exchange) observation {
 		}
 		o.lat[colTPOT] = tpotOf(o.lat[colE2E], o.lat[colTTFT], x.OutputTokens)
 	}
-	return o
 }

@@ -100,13 +100,16 @@ func (d *countDist) add(v int64, c int64) {
 
 // addEach counts each of gaps (µs) once; negative ones are not counted.
 func (d *countDist) addEach(gaps []int32) {
+	dense := d.dense        // in a register: d.dense[i]++ could change d's fields as far as the compiler knows
+	d.n += int64(len(gaps)) // less those add counts itself or drops
 	for _, g := range gaps {
-		if g >= 0 && int(g) < len(d.dense) {
-			d.dense[g]++
-			d.n++
-		} else {
-			d.add(int64(g), 1)
+		if i := uint(g); i < uint(len(dense)) { // 0 ≤ g < len(dense), and no second bounds check
+			dense[i]++
+			continue
 		}
+		d.n--
+		d.add(int64(g), 1)
+		dense = d.dense
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,5 +214,52 @@ func TestWriterRefusesBadLevel(t *testing.T) {
 	_, err := NewWriter[Exchange](context.Background(), WriterOptions{Dir: t.TempDir(), NoSpool: true, Level: 99})
 	if err == nil || !strings.Contains(err.Error(), "zstd level 99") {
 		t.Fatalf("NewWriter with level 99: %v, want a zstd level error", err)
+	}
+}
+
+// TestKeptEncoderSameBytes: the writer's kept encoder (low-memory buffers)
+// compresses every page to the bytes parquet-go's own zstd codec makes, at
+// every level, across one encoder's successive pages and at sizes around
+// the single-block (128 KiB), 1 MiB and window (8 MiB) bounds.
+func TestKeptEncoderSameBytes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 5))
+	words := []string{`{"role":"user","content":"`, "token ", "weather ", "mountains ", `"},`, "\n\n", "data: ", `{"choices":[{"delta":{"content":"`}
+	page := func(n int) []byte {
+		b := make([]byte, 0, n)
+		for len(b) < n {
+			if rng.IntN(8) == 0 {
+				b = append(b, byte(rng.IntN(256)))
+			} else {
+				b = append(b, words[rng.IntN(len(words))]...)
+			}
+		}
+		return b[:n]
+	}
+	sizes := []int{0, 1, 700, 1500, 128 << 10, 128<<10 + 1, 1 << 20, 3<<20 + 17}
+	for _, level := range []zstd.Level{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression, zstd.SpeedBestCompression} {
+		kept, err := newKeptEncoderCodec(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := &zstd.Codec{Level: level}
+		ss := sizes
+		if level == zstd.SpeedFastest {
+			ss = append(ss, 9<<20) // beyond the window: a frame of several segments
+		}
+		for _, n := range ss {
+			src := page(n)
+			got, err := kept.Encode(nil, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Encode(nil, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("level %v, %d-byte page: kept encoder made %d bytes, parquet-go's codec %d, not the same", level, n, len(got), len(want))
+			}
+		}
 	}
 }

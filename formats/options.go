@@ -256,6 +256,13 @@ func pageCodec(o WriterOptions) (compress.Codec, error) {
 // a recording proxy allocated. The encoder has parquet-go's options, so the
 // pages are the same bytes (TestEagerShredMatchesReflection); EncodeAll is
 // safe for concurrent use (a second caller waits for the encoder).
+//
+// It is built with the encoder's low-memory option, which changes only the
+// buffers' starting sizes, not a compressed byte (TestKeptEncoderSameBytes):
+// at zstd's default 8 MiB window the history buffer is the window plus one
+// block instead of twice the window, 8 MiB less heap held for as long as a
+// recorder runs. In a sidecar under its memory limit that heap is headroom
+// the collector paces by (docs/performance.md, "Proxy sidecar").
 type keptEncoderCodec struct {
 	*zstd.Codec // decoding, name and codec id
 	enc         *kzstd.Encoder
@@ -267,6 +274,7 @@ func newKeptEncoderCodec(level zstd.Level) (compress.Codec, error) {
 		kzstd.WithEncoderLevel(level),
 		kzstd.WithZeroFrames(true),
 		kzstd.WithEncoderCRC(false),
+		kzstd.WithLowerEncoderMem(true),
 	)
 	if err != nil { // only for invalid options: a level out of range
 		return nil, fmt.Errorf("zstd level %d: %w", level, err)

@@ -432,14 +432,15 @@ func headerMap(h http.Header) map[string]string {
 	}
 	m := make(map[string]string, len(h))
 	for k, vs := range h {
-		if dropHeaders[textproto.CanonicalMIMEHeaderKey(k)] || len(vs) == 0 {
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		if dropHeaders[ck] || len(vs) == 0 {
 			continue
 		}
 		v := vs[0]
 		if len(vs) > 1 {
 			v = strings.Join(vs, ", ")
 		}
-		if credentialHeaders[textproto.CanonicalMIMEHeaderKey(k)] {
+		if credentialHeaders[ck] {
 			v = redact.CredentialMarker(len(v))
 		}
 		lk, ok := lowerNames[k]

@@ -8,3 +8,10 @@ package recorder
 // limit still bounds the heap, so a larger factor only spaces collections
 // out below it (docs/performance.md, "Proxy sidecar").
 const GCPercent = 300
+
+// DefaultMemoryLimit is the soft Go memory limit a recording process runs
+// under by default (reel record --memory-limit). Under it the collector is
+// paced by the limit, not by GCPercent: it runs each time the heap reaches
+// the limit, so every byte the recorder holds for as long as it runs is a
+// byte less headroom between collections.
+const DefaultMemoryLimit = 100 << 20

@@ -139,16 +139,19 @@ func isText(body []byte) bool {
 // bodies are decompressed, redacted and compressed again (so the stored body
 // still matches its header); anything else is refused with an *Error.
 func (r *Redactor) RedactRequestBody(contentType, contentEncoding string, body []byte) (Body, error) {
-	return r.redactBody(domainPrompt, contentType, contentEncoding, body)
+	return r.redactBody(domainPrompt, contentType, contentEncoding, body, nil)
 }
 
 // RedactResponseBody redacts a response body; SSE events are redacted one
 // by one with one chain across the stream.
 func (r *Redactor) RedactResponseBody(contentType, contentEncoding string, body []byte) (Body, error) {
-	return r.redactBody(domainResponse, contentType, contentEncoding, body)
+	return r.redactBody(domainResponse, contentType, contentEncoding, body, nil)
 }
 
-func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, body []byte) (b Body, err error) {
+// redactBody redacts a body of the domain; when answer is not nil and the
+// body is an event stream without content encoding, every line the walk
+// reads goes to answer's scanner, and answer.walked is set at the end.
+func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, body []byte, answer *answerScan) (b Body, err error) {
 	if len(body) == 0 {
 		return Body{Data: body}, nil
 	}
@@ -157,6 +160,7 @@ func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, 
 		return Body{}, &Error{Reason: fmt.Sprintf("compressed body (content-encoding %s) that reel cannot decode", strings.TrimSpace(contentEncoding))}
 	}
 	if !identity {
+		answer = nil // the walk reads the decoded bytes
 		plain, err := decodeBody(c, body)
 		if err != nil {
 			return Body{}, &Error{Reason: fmt.Sprintf("content-encoding %s: %v", strings.TrimSpace(contentEncoding), err)}
@@ -164,6 +168,7 @@ func (r *Redactor) redactBody(domain byte, contentType, contentEncoding string, 
 		body = plain
 	}
 	j := r.getJob(domain)
+	j.answer = answer
 	defer r.putJob(j)
 	defer func() {
 		if p := recover(); p != nil {
@@ -263,6 +268,9 @@ func (j *job) redactSSE(body []byte) []byte {
 				next = k + 2
 			}
 		}
+		if j.answer != nil {
+			j.answer.sc.Line(line, j.answer.emit)
+		}
 		eol := body[len(line):next]
 		body = body[next:]
 		field, value, hasColon := bytes.Cut(line, []byte(":"))
@@ -315,6 +323,9 @@ func (j *job) redactSSE(body []byte) []byte {
 		}
 		out = append(out, line...)
 		out = append(out, eol...)
+	}
+	if j.answer != nil {
+		j.answer.walked = true
 	}
 	return out
 }

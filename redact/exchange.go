@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reelkit/reel/formats"
 	"github.com/reelkit/reel/sse"
@@ -48,7 +49,27 @@ func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded
 	if !decoded {
 		req = conversationRequest(x)
 	}
-	linkTurns(x, req, r.mac, r.putMAC) // from the raw bodies, before they are redacted
+	// The turn links read the raw bodies, before they are redacted. A
+	// streamed answer is rebuilt from the lines the response's redaction
+	// walks (answer), not from a scan of its own.
+	var answer *answerScan
+	rawResp := x.RespBody
+	if t := startTurnLinks(x, req, r.mac, r.putMAC); t != nil {
+		if answerKindOf(x) == answerStream {
+			answer = newAnswerScan(x.RespBody)
+			defer func() {
+				if !answer.walked { // not redacted as an event stream, or the walk failed
+					answer = newAnswerScan(rawResp)
+					answer.sc.Feed(rawResp, time.Time{}, answer.emit)
+				}
+				m, ok := answer.end()
+				t.finish(x, m, ok)
+			}()
+		} else {
+			m, ok := answerOf(x)
+			t.finish(x, m, ok)
+		}
+	}
 	x.Path = r.RedactPath(x.Path)
 	x.Query = r.RedactQuery(x.Query)
 	x.Client = r.redactClient(x.Client)
@@ -93,7 +114,7 @@ func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded
 		x.PrefixHashes = b.PrefixHashes
 		x.Topic = b.Topic
 	}
-	if b, err := r.RedactResponseBody(respCT, respCE, x.RespBody); err != nil {
+	if b, err := r.redactBody(domainResponse, respCT, respCE, x.RespBody, answer); err != nil {
 		x.RespBody = nil
 		errs = append(errs, "response body: "+reason(err))
 	} else {

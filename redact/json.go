@@ -62,6 +62,7 @@ type job struct {
 	explPath  []string             // keys and "[i]" indices, only while explaining
 	rules     map[string]fieldRule // classification by path, kept across uses
 	pathKey   []byte
+	answer    *answerScan // an event stream's lines go here too (see redactBody)
 }
 
 // fieldRule is how a string at one path is handled.
@@ -109,7 +110,7 @@ func (r *Redactor) getJob(domain byte) *job {
 }
 
 func (r *Redactor) putJob(j *job) {
-	j.in = nil
+	j.in, j.answer = nil, nil
 	clear(j.segs) // do not keep the caller's body alive from the pool
 	j.segs = j.segs[:0]
 	j.path = j.path[:0]

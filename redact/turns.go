@@ -9,6 +9,7 @@ import (
 	"hash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reelkit/reel/formats"
@@ -50,12 +51,25 @@ import (
 // domainTurns separates the turn digests from every other use of the key.
 const domainTurns = "reel/turn-links/1"
 
+// domainTurnsBytes is domainTurns as the MAC takes it (a conversion at the
+// call would allocate: the MAC is an interface).
+var domainTurnsBytes = []byte(domainTurns)
+
+// turnBufs holds the buffers messages are framed in (*[]byte).
+var turnBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledTurnBuf bounds the buffers turnBufs keeps.
+const maxPooledTurnBuf = 64 << 10
+
 // LinkTurns sets x.TurnKey and x.ParentTurnKey from x's raw request and
 // response bodies, keyed with key; both stay zero when the request is not a
 // conversation (or, for TurnKey, when its answer was not seen whole). It
 // must run before the bodies are redacted; RedactExchange calls it.
 func LinkTurns(x *formats.Exchange, key []byte) {
-	linkTurns(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil)
+	if t := startTurnLinks(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil); t != nil {
+		m, ok := answerOf(x)
+		t.finish(x, m, ok)
+	}
 }
 
 // conversationRequest decodes x's raw request body for the turn links; nil
@@ -77,44 +91,72 @@ func mayLink(x *formats.Exchange) bool {
 	return !x.ReqBodyTrunc && bytes.Contains(x.ReqBody, []byte(`"messages"`)) && !encoded(x.ReqHeaders)
 }
 
-// linkTurns is LinkTurns with x's request decoded (req; nil when it is not
-// a JSON request) and the keyed MAC from newMAC, handed back to done (when
-// not nil) after use: RedactExchange lends its pooled one.
-func linkTurns(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) {
+// turnLink is a request's conversation digested, waiting for its answer.
+type turnLink struct {
+	mac  hash.Hash
+	done func(hash.Hash)
+	bp   *[]byte // the framing buffer, from turnBufs
+	sum  [sha256.Size]byte
+}
+
+// startTurnLinks sets x.ParentTurnKey from x's request, decoded (req; nil
+// when it is not a JSON request), with the keyed MAC from newMAC, which
+// finish hands back to done (when not nil): RedactExchange lends its
+// pooled one. It returns the digest to finish with the answer, or nil when
+// the request is not linked (x.TurnKey is then 0 too).
+func startTurnLinks(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) *turnLink {
 	x.TurnKey, x.ParentTurnKey = 0, 0
 	if req == nil || len(req.Messages) == 0 || !mayLink(x) {
-		return
+		return nil
 	}
-	msgs := make([]canonMessage, 0, len(req.Messages)+2)
+	t := &turnLink{mac: newMAC(), done: done, bp: turnBufs.Get().(*[]byte)}
+	buf := (*t.bp)[:0]
+	t.mac.Write(domainTurnsBytes)
+	// Each message is framed and written as it is read; the parent key is
+	// set only once every message has been read (one that cannot be read
+	// leaves the request unlinked).
+	var parent int64
 	if len(req.System) > 0 && string(req.System) != "null" {
 		sys := canonMessage{role: "system"}
 		sys.addContent(req.System)
-		msgs = append(msgs, sys)
+		buf = sys.appendTo(buf[:0])
+		t.mac.Write(buf)
 	}
 	for i := range req.Messages {
 		m, ok := canonRequestMessage(&req.Messages[i])
 		if !ok {
-			return
+			*t.bp = buf
+			t.release()
+			return nil
 		}
-		msgs = append(msgs, m)
-	}
-	mac := newMAC()
-	if done != nil {
-		defer done(mac)
-	}
-	mac.Write([]byte(domainTurns))
-	var sum [sha256.Size]byte
-	buf := make([]byte, 0, 512)
-	for i := range msgs {
-		buf = msgs[i].appendTo(buf[:0])
-		mac.Write(buf)
-		if msgs[i].role == "assistant" && i+1 < len(msgs) {
-			x.ParentTurnKey = digest(mac, sum[:0])
+		buf = m.appendTo(buf[:0])
+		t.mac.Write(buf)
+		if m.role == "assistant" && i+1 < len(req.Messages) {
+			parent = digest(t.mac, t.sum[:0])
 		}
 	}
-	if answer, ok := answerOf(x); ok {
-		mac.Write(answer.appendTo(buf[:0]))
-		x.TurnKey = digest(mac, sum[:0])
+	*t.bp = buf
+	x.ParentTurnKey = parent
+	return t
+}
+
+// finish sets x.TurnKey from the answer (none when ok is false) and
+// releases the digest.
+func (t *turnLink) finish(x *formats.Exchange, answer canonMessage, ok bool) {
+	if ok {
+		*t.bp = answer.appendTo((*t.bp)[:0])
+		t.mac.Write(*t.bp)
+		x.TurnKey = digest(t.mac, t.sum[:0])
+	}
+	t.release()
+}
+
+func (t *turnLink) release() {
+	if cap(*t.bp) <= maxPooledTurnBuf {
+		turnBufs.Put(t.bp)
+	}
+	if t.done != nil {
+		t.done(t.mac)
 	}
 }
 
@@ -137,10 +179,27 @@ func digest(mac hash.Hash, b []byte) int64 {
 
 // canonMessage is one message in canonical form.
 type canonMessage struct {
-	role  string
-	text  string   // text content, concatenated
+	role string
+	// text is the text content, concatenated: a view of the body it was
+	// read from until a second piece is added (owned).
+	text  []byte
+	owned bool
 	calls []string // tool calls: id, name, arguments, framed
 	other []string // tool results and other parts, framed, in order
+}
+
+// addText appends p to the message's text.
+func (m *canonMessage) addText(p []byte) {
+	switch {
+	case len(p) == 0:
+	case len(m.text) == 0 && !m.owned:
+		m.text = p
+	default:
+		if !m.owned {
+			m.text, m.owned = append(make([]byte, 0, len(m.text)+len(p)), m.text...), true
+		}
+		m.text = append(m.text, p...)
+	}
 }
 
 // appendTo frames the message: each field length-prefixed, so that
@@ -152,7 +211,9 @@ func (m *canonMessage) appendTo(b []byte) []byte {
 		return append(b, s...)
 	}
 	b = field(b, 'M', m.role)
-	b = field(b, 'T', m.text)
+	b = append(b, 'T')
+	b = binary.AppendUvarint(b, uint64(len(m.text)))
+	b = append(b, m.text...)
 	for _, c := range m.calls {
 		b = field(b, 'C', c)
 	}
@@ -181,21 +242,27 @@ type toolCall struct {
 // its tool calls are not a list of calls (the request is then not linked,
 // as when it does not decode).
 func canonRequestMessage(rm *sse.Message) (canonMessage, bool) {
-	m := chatMessage{Role: rm.Role, Content: rm.Content, ToolCallID: rm.ToolCallID}
-	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &m.ToolCalls) != nil {
+	var calls []toolCall
+	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &calls) != nil {
 		return canonMessage{}, false
 	}
-	return m.canon(), true
+	return canonOf(rm.Role, rm.Content, calls, rm.ToolCallID), true
 }
 
 func (m *chatMessage) canon() canonMessage {
-	c := canonMessage{role: m.Role}
-	c.addContent(m.Content)
-	for _, tc := range m.ToolCalls {
+	return canonOf(m.Role, m.Content, m.ToolCalls, m.ToolCallID)
+}
+
+// canonOf is the canonical form of a message of role with the given
+// content, tool calls and tool-call id (a tool result's).
+func canonOf(role string, content json.RawMessage, calls []toolCall, toolCallID string) canonMessage {
+	c := canonMessage{role: role}
+	c.addContent(content)
+	for _, tc := range calls {
 		c.calls = append(c.calls, frameCall(tc.ID, tc.Function.Name, canonJSONText(tc.Function.Arguments)))
 	}
-	if m.ToolCallID != "" {
-		c.other = append([]string{"tool_call_id\x00" + m.ToolCallID}, c.other...)
+	if toolCallID != "" {
+		c.other = append([]string{"tool_call_id\x00" + toolCallID}, c.other...)
 	}
 	return c
 }
@@ -227,8 +294,8 @@ func (c *canonMessage) addContent(raw json.RawMessage) {
 	}
 	switch raw[0] {
 	case '"':
-		if s, err := jsonstr.Decode(raw); err == nil {
-			c.text += s
+		if s, err := jsonstr.DecodeBytes(raw); err == nil {
+			c.addText(s)
 		}
 		return
 	case '[':
@@ -246,7 +313,7 @@ func (c *canonMessage) addContent(raw json.RawMessage) {
 		}
 		switch blk.Type {
 		case "text":
-			c.text += blk.Text
+			c.addText([]byte(blk.Text))
 		case "tool_use":
 			c.calls = append(c.calls, frameCall(blk.ID, blk.Name, canonJSON(blk.Input)))
 		case "thinking", "redacted_thinking", "reasoning":
@@ -288,14 +355,10 @@ func canonJSONText(s string) string { return canonJSON([]byte(s)) }
 // response or an event stream; false when there is none to continue from
 // (no 2xx response, a truncated or encoded body, a stream cut short).
 func answerOf(x *formats.Exchange) (canonMessage, bool) {
-	if x.Status < 200 || x.Status > 299 || len(x.RespBody) == 0 || int64(len(x.RespBody)) < x.RespBodyBytes || encoded(x.RespHeaders) {
+	switch answerKindOf(x) {
+	case answerNone:
 		return canonMessage{}, false
-	}
-	ct := x.RespContentType
-	if ct == "" {
-		ct = header(x.RespHeaders, "content-type")
-	}
-	if strings.Contains(ct, "event-stream") || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("data:")) || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("event:")) {
+	case answerStream:
 		return streamAnswer(x.RespBody)
 	}
 	var resp struct {
@@ -320,20 +383,68 @@ func answerOf(x *formats.Exchange) (canonMessage, bool) {
 	return canonMessage{}, false
 }
 
+// answerKind is where an exchange's answer is read from.
+type answerKind uint8
+
+const (
+	answerNone   answerKind = iota // no answer to continue from
+	answerStream                   // an event stream (streamAnswer)
+	answerJSON                     // a JSON response
+)
+
+// answerKindOf is where answerOf reads x's answer from, decided from its
+// status, headers and raw response body.
+func answerKindOf(x *formats.Exchange) answerKind {
+	if x.Status < 200 || x.Status > 299 || len(x.RespBody) == 0 || int64(len(x.RespBody)) < x.RespBodyBytes || encoded(x.RespHeaders) {
+		return answerNone
+	}
+	ct := x.RespContentType
+	if ct == "" {
+		ct = header(x.RespHeaders, "content-type")
+	}
+	if strings.Contains(ct, "event-stream") || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("data:")) || bytes.HasPrefix(bytes.TrimSpace(x.RespBody), []byte("event:")) {
+		return answerStream
+	}
+	return answerJSON
+}
+
 // streamAnswer rebuilds the first choice's answer from an OpenAI chat
 // stream (delta content and tool-call fragments) or an Anthropic messages
 // stream (content blocks and their deltas). A stream without its end
 // (OpenAI's [DONE] or a finish_reason, Anthropic's message_stop) has no
 // answer to continue from.
 func streamAnswer(body []byte) (canonMessage, bool) {
+	a := newAnswerScan(body)
+	a.sc.Feed(body, time.Time{}, a.emit)
+	return a.end()
+}
+
+// answerScan rebuilds a stream's answer (streamAnswer) from its bytes,
+// fed to sc, or from its lines, handed to sc.Line by the redactor's walk of
+// the same bytes (which then need not be scanned twice).
+type answerScan struct {
+	sc   *sse.Scanner
+	b    streamAnswerBuilder
+	emit func(*sse.Event)
+	// walked is set by the redactor once every line of the stream has
+	// gone to sc.Line.
+	walked bool
+}
+
+// newAnswerScan is an answerScan for body.
+func newAnswerScan(body []byte) *answerScan {
 	// The answer's text is a small part of the stream's framing: start
 	// with room for an eighth of it instead of growing from nothing.
-	a := streamAnswerBuilder{text: make([]byte, 0, min(len(body)/8, 64<<10))}
-	emit := func(ev *sse.Event) { a.event(ev.Data) }
-	sc := sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})
-	sc.Feed(body, time.Time{}, emit)
-	sc.Flush(time.Time{}, emit)
-	return a.answer()
+	a := &answerScan{sc: sse.NewScanner(sse.Options{MaxEvent: len(body) + 1})}
+	a.b.text = make([]byte, 0, min(len(body)/8, 64<<10))
+	a.emit = func(ev *sse.Event) { a.b.event(ev.Data) }
+	return a
+}
+
+// end flushes the scan and returns the answer.
+func (a *answerScan) end() (canonMessage, bool) {
+	a.sc.Flush(time.Time{}, a.emit)
+	return a.b.answer()
 }
 
 // streamAnswerBuilder gathers an answer event by event.
@@ -465,7 +576,7 @@ func (a *streamAnswerBuilder) answer() (canonMessage, bool) {
 	if !a.ended || !a.sawDelta {
 		return canonMessage{}, false
 	}
-	m := canonMessage{role: "assistant", text: string(a.text)}
+	m := canonMessage{role: "assistant", text: a.text, owned: true}
 	for _, k := range a.calls {
 		m.calls = append(m.calls, frameCall(k.id, k.name, canonJSONText(k.args.String())))
 	}
@@ -475,7 +586,7 @@ func (a *streamAnswerBuilder) answer() (canonMessage, bool) {
 		typ, name, _ := strings.Cut(b.name, "\x00")
 		switch typ {
 		case "text":
-			m.text += b.args.String()
+			m.addText([]byte(b.args.String()))
 		case "tool_use":
 			args := b.args.String()
 			if args == "" {

@@ -236,7 +236,7 @@ func TestStreamEventFastMatchesDecode(t *testing.T) {
 	x := chatExchange(`{"messages":[{"role":"user","content":"Hi"}]}`, 200, "text/event-stream",
 		"data: "+cases[1].data+"\n\ndata: "+cases[0].data+"\n\ndata: "+cases[2].data+"\n\ndata: "+cases[6].data+"\n\ndata: [DONE]\n\n")
 	m, ok := answerOf(x)
-	if want := "Hello" + "a \"quoted\" line\nnext é \\ end"; !ok || m.text != want {
+	if want := "Hello" + "a \"quoted\" line\nnext é \\ end"; !ok || string(m.text) != want {
 		t.Fatalf("answer %q (%v), want %q", m.text, ok, want)
 	}
 }

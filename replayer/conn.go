@@ -181,6 +181,17 @@ func (p *pool) tryGet() *conn {
 	return nil
 }
 
+// full reports whether a request now would wait for a connection: none is
+// idle and the limit's worth are open.
+func (p *pool) full() bool {
+	if p.max == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle) == 0 && p.open >= p.max
+}
+
 func (p *pool) canDialLocked() bool {
 	return p.max == 0 || p.open < p.max
 }

@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,5 +171,76 @@ func TestSenderQueueBound(t *testing.T) {
 	s.stop()
 	if ran.Load() != maxQueued+2 {
 		t.Errorf("%d jobs ran, want %d", ran.Load(), maxQueued+2)
+	}
+}
+
+// TestSenderPoolBound: when every connection the pool allows is busy, an
+// on-time job waits in the queue rather than in a new sender goroutine
+// (which could only wait for a connection), and the dispatcher's wait for
+// room in that queue does not make the jobs due meanwhile count as late:
+// the target's connections held them, as the pool did before. Every job
+// runs, in order.
+func TestSenderPoolBound(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []int64
+	c := &client{pooled: &pool{max: 1}}
+	s := newSender(context.Background(), c, 0, 0, false, func(j *job) {
+		<-release
+		mu.Lock()
+		order = append(order, j.off)
+		mu.Unlock()
+	})
+	workers := func() (n, queued int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.workers, len(s.queue)
+	}
+	s.dispatch(&job{due: mono(), off: 0}) // the pool has room: a sender
+	c.pooled.mu.Lock()
+	c.pooled.open = 1 // its connection is busy: the pool is full
+	c.pooled.mu.Unlock()
+	for i := int64(1); i <= 3; i++ {
+		s.dispatch(&job{due: mono(), off: i})
+	}
+	if n, q := workers(); n != 1 || q != 3 {
+		t.Fatalf("pool full: %d senders, %d queued after 4 on-time jobs, want 1 and 3", n, q)
+	}
+
+	// The queue fills; the dispatcher waits for room, and the jobs that
+	// came due while it waited are handed out late but not counted late.
+	for i := int64(4); i <= maxQueued; i++ {
+		s.dispatch(&job{due: mono(), off: i})
+	}
+	dispatched := make(chan struct{})
+	go func() {
+		due := mono()
+		s.dispatch(&job{due: mono() + int64(time.Hour), off: maxQueued + 1}) // waits for room
+		s.dispatch(&job{due: due, off: maxQueued + 2})                       // came due before that wait ended
+		close(dispatched)
+	}()
+	time.Sleep(2 * saturatedLag)
+	select {
+	case <-dispatched:
+		t.Fatal("the dispatcher queued past maxQueued")
+	default:
+	}
+	close(release)
+	<-dispatched
+	s.wait()
+	s.stop()
+	if n, _ := workers(); n != 1 {
+		t.Errorf("%d senders ran the jobs, want 1", n)
+	}
+	if l := s.late.Load(); l != 0 {
+		t.Errorf("%d jobs counted late that waited for the pool's connections", l)
+	}
+	if len(order) != maxQueued+3 {
+		t.Fatalf("%d jobs ran, want %d", len(order), maxQueued+3)
+	}
+	for i, off := range order {
+		if off != int64(i) {
+			t.Fatalf("job %d ran %dth: the queue is not first in, first out", off, i)
+		}
 	}
 }

@@ -17,17 +17,28 @@ import (
 // the run's analyzer, whose per-frame summaries are the progress lines and
 // step summaries. What it keeps per frame in flight is three counters, so
 // its memory does not grow with the run.
+//
+// Its mailbox never blocks a sender: a sender hands its row over and is
+// free for the next request, so a collector that falls behind (a CPU-bound
+// client: one goroutine among a thousand senders) holds rows waiting, a
+// few hundred bytes each, not senders blocked with their stacks while new
+// ones are started for the requests still due (a 1M replay kept 8,000
+// senders blocked on a full channel). The collector takes what is waiting
+// in one batch.
 type collector struct {
-	ch    chan cmsg
-	done  chan struct{}
-	sink  Sink
-	aopts analysis.Options
-	out   io.Writer  // nil = no progress
-	outMu sync.Mutex // guards writes to out (collector and dispatcher both print)
-	tty   bool
-	step  bool                          // frames are summarised by takeFrame, not when complete
-	live  func() (sent, inflight int64) // read by the live line; set before the first send
-	abort func()                        // stops the run when the sink fails
+	mu     sync.Mutex // guards queue and closed
+	queue  []cmsg     // messages in the order senders produced them
+	closed bool
+	wake   chan struct{} // capacity 1: something was queued
+	done   chan struct{}
+	sink   Sink
+	aopts  analysis.Options
+	out    io.Writer  // nil = no progress
+	outMu  sync.Mutex // guards writes to out (collector and dispatcher both print)
+	tty    bool
+	step   bool                          // frames are summarised by takeFrame, not when complete
+	live   func() (sent, inflight int64) // read by the live line; set before the first send
+	abort  func()                        // stops the run when the sink fails
 
 	sent atomic.Int64 // requests dispatched, for the live line
 
@@ -57,7 +68,7 @@ type cmsg struct {
 
 func newCollector(sink Sink, aopts analysis.Options, out io.Writer, tty, step bool, abort func()) *collector {
 	c := &collector{
-		ch: make(chan cmsg, 8192), done: make(chan struct{}), sink: sink, aopts: aopts,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), sink: sink, aopts: aopts,
 		out: out, tty: tty && out != nil, step: step, abort: abort,
 		all: analysis.New(aopts), frames: map[int64]*frameState{},
 	}
@@ -69,24 +80,58 @@ func (c *collector) start() { go c.loop() }
 
 func (c *collector) sentCount() int64 { return c.sent.Load() }
 
-func (c *collector) add(r *formats.Result) { c.ch <- cmsg{res: r} }
+// post queues m for the collector without waiting.
+func (c *collector) post(m cmsg) {
+	c.mu.Lock()
+	c.queue = append(c.queue, m)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
 
-func (c *collector) endFrame(f time.Time, sent int64) { c.ch <- cmsg{frameEnd: f, sent: sent} }
+func (c *collector) add(r *formats.Result) { c.post(cmsg{res: r}) }
+
+func (c *collector) endFrame(f time.Time, sent int64) { c.post(cmsg{frameEnd: f, sent: sent}) }
 
 // takeFrame returns the summary of frame f once every result sent before
 // the call has been collected, and stops tracking f.
 func (c *collector) takeFrame(f time.Time) *analysis.Frame {
 	reply := make(chan *analysis.Frame, 1)
-	c.ch <- cmsg{take: reply, frame: f}
+	c.post(cmsg{take: reply, frame: f})
 	return <-reply
 }
 
 // close collects what is left and returns the run's summary and the first
 // sink error.
 func (c *collector) close() (*analysis.Summary, error) {
-	close(c.ch)
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 	<-c.done
 	return c.sum, c.err
+}
+
+// maxSpareBatch bounds the capacity of the batch buffer kept for reuse.
+const maxSpareBatch = 8192
+
+// take swaps the waiting messages for spare (emptied, for the senders to
+// fill next) and reports whether the collector was closed.
+func (c *collector) take(spare []cmsg) (batch []cmsg, closed bool) {
+	if cap(spare) > maxSpareBatch {
+		spare = nil // a backlog's buffer: let it go
+	}
+	clear(spare)
+	c.mu.Lock()
+	batch, c.queue = c.queue, spare[:0]
+	closed = c.closed
+	c.mu.Unlock()
+	return batch, closed
 }
 
 func (c *collector) printf(format string, args ...any) {
@@ -108,14 +153,19 @@ func (c *collector) loop() {
 		defer t.Stop()
 		tick = t.C
 	}
+	var batch []cmsg
 	for {
 		select {
-		case m, ok := <-c.ch:
-			if !ok {
+		case <-c.wake:
+			var closed bool
+			batch, closed = c.take(batch)
+			for i := range batch {
+				c.handle(batch[i])
+			}
+			if closed {
 				c.finish()
 				return
 			}
-			c.handle(m)
 		case <-tick:
 			c.liveLine()
 		}

@@ -497,6 +497,9 @@ func (w *walker) skipValue() bool {
 
 func (w *walker) skipString() bool {
 	for j := w.i + 1; j < len(w.b); j++ {
+		if j += jsonstr.PlainRun(w.b[j:]); j == len(w.b) {
+			break
+		}
 		switch c := w.b[j]; {
 		case c == '"':
 			w.i = j + 1

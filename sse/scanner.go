@@ -124,6 +124,19 @@ func (s *Scanner) Feed(p []byte, at time.Time, emit func(*Event)) {
 	s.own()
 }
 
+// Line scans one whole line of a stream, its end ("\n", "\r\n" or "\r")
+// left off, as Feed scans each line it finds, and calls emit when the line
+// completes an event: a reader that splits the stream into lines for its
+// own use (the redactor's walk) hands them on instead of having the
+// stream scanned again. The lines must be consecutive and stay unchanged
+// until the stream's Flush (an event's one data line is passed on without
+// a copy). A Scanner is fed by Feed or by Line, not both.
+func (s *Scanner) Line(line []byte, emit func(*Event)) {
+	ev := &s.ev
+	*ev = Event{}
+	s.processLine(line, false, true, ev, emit)
+}
+
 // own copies an aliased first data line into the Scanner's buffer.
 func (s *Scanner) own() {
 	if s.line1 != nil {

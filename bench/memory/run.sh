@@ -9,6 +9,7 @@
 #   DUCKDB=0 bench/memory/run.sh                         # skip the DuckDB comparison (needs cgo)
 #   REPS=5 bench/memory/run.sh                           # alternating reel stats / DuckDB runs for the comparison's medians (default 3)
 #   RSS_REPS=3 bench/memory/run.sh                       # run stats and report 3 times per length; the ratio is of the medians (default 1)
+#   REPLAY_REPS=3 bench/memory/run.sh                    # replay 3 times per length (a 10M replay takes ~17 min and both cores; default 1)
 #   DATA=/tmp/reel-mem bench/memory/run.sh               # keep generated datasets there and reuse them (10M: ~800 MB, minutes to make)
 #   REPLAY=json SPEED=2 REPLAY_BIG=3000000 bench/memory/run.sh   # non-streaming answers, 10k req/s
 #   ONLY="stats report" bench/memory/run.sh              # some of replay, stats, report (default all three)
@@ -38,6 +39,7 @@ GEN=${GEN:-dataset}
 DUCKDB=${DUCKDB:-1}
 REPS=${REPS:-3}
 RSS_REPS=${RSS_REPS:-1}
+REPLAY_REPS=${REPLAY_REPS:-1}
 REPLAY=${REPLAY:-sse}
 ONLY=${ONLY:-replay stats report}
 ADDR=${ADDR:-127.0.0.1:18095}
@@ -89,8 +91,11 @@ for n in "$SMALL" "$BIG"; do
   [ "$n" = "$BIG" ] && replay_n=$REPLAY_BIG
   if want replay; then
     generate "$replay_n"
-    measure replay "$replay_n" "$out/reel" replay "$(recording "$replay_n")" --target "http://$ADDR" --out "$out/replayed-$replay_n" --speed "$SPEED" --quiet
-    grep -i 'cpu-bound\|behind\|lag' "$out/replay-$replay_n.err" "$out/replay-$replay_n.out" 2>/dev/null | sed 's/^/  replay summary: /' | head -4
+    for _ in $(seq "$REPLAY_REPS"); do
+      rm -rf "$out/replayed-$replay_n"
+      measure replay "$replay_n" "$out/reel" replay "$(recording "$replay_n")" --target "http://$ADDR" --out "$out/replayed-$replay_n" --speed "$SPEED" --quiet
+      grep -i 'cpu-bound\|behind\|peak in flight\|lag ' "$out/replay-$replay_n.err" "$out/replay-$replay_n.out" 2>/dev/null | sed 's/^/  replay summary: /' | head -4
+    done
   fi
   if want report; then
     if [ "$replay_n" = "$n" ] && [ -d "$out/replayed-$n" ]; then

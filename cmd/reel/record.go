@@ -131,7 +131,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address (empty: off); imports (--pcap, --access-log) open it only when given")
 	addCaptureFlags(fs, &f.capture)
 	f.scrape.register(fs, "the server's")
-	fs.Var(newSizeValue(100<<20, &f.memoryLimit), "memory-limit", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
+	fs.Var(newSizeValue(recorder.DefaultMemoryLimit, &f.memoryLimit), "memory-limit", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
 	if helped, err := parseFlags(fs, args, "reel record --help", stdout); helped || err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package jsonstr
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -21,9 +22,12 @@ func checkDecode(t *testing.T, raw []byte) {
 	if (gotErr == nil) != (wantErr == nil) || (wantErr == nil && got != want) {
 		t.Fatalf("Decode(%q) = %q, %v; encoding/json: %q, %v", raw, got, gotErr, want, wantErr)
 	}
+	if b, err := DecodeBytes(raw); (err == nil) != (wantErr == nil) || (wantErr == nil && string(b) != want) {
+		t.Fatalf("DecodeBytes(%q) = %q, %v; encoding/json: %q, %v", raw, b, err, want, wantErr)
+	}
 }
 
-// FuzzDecode: Decode agrees with json.Unmarshal into a string.
+// FuzzDecode: Decode and DecodeBytes agree with json.Unmarshal into a string.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`"plain"`, `"esc\"aped\\"`, "\"\xe2\x82\"", `"\u0000"`} {
 		f.Add([]byte(s))
@@ -94,6 +98,45 @@ func FuzzSplice(f *testing.F) {
 		}
 		if p+s < min(len(prev), len(b)) && prev[len(prev)-s-1] == b[len(b)-s-1] {
 			t.Fatalf("Splice(%q, %q): suffix %d not the longest", prev, b, s)
+		}
+	})
+}
+
+// plainRunBytewise is PlainRun one byte at a time.
+func plainRunBytewise(b []byte) int {
+	for i, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// TestPlainRun: every byte that ends a run, at every place in and around
+// a word, and the bytes next to them that do not.
+func TestPlainRun(t *testing.T) {
+	for _, c := range []byte{'"', '\\', 0, 0x1f, 0x20, 0x21, '!', '#', '[', ']', 0x7f, 0x80, 0xff, 'a'} {
+		for n := 0; n <= 19; n++ {
+			for at := 0; at <= n; at++ {
+				b := []byte(strings.Repeat("x", n))
+				if at < n {
+					b[at] = c
+				}
+				if got, want := PlainRun(b), plainRunBytewise(b); got != want {
+					t.Fatalf("PlainRun(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzPlainRun: PlainRun agrees with a byte loop.
+func FuzzPlainRun(f *testing.F) {
+	f.Add([]byte(`a long plain text with a "quote`))
+	f.Add([]byte("tab\tand \\ escape"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := PlainRun(b), plainRunBytewise(b); got != want {
+			t.Fatalf("PlainRun(%q) = %d, want %d", b, got, want)
 		}
 	})
 }

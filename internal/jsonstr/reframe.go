@@ -1,6 +1,10 @@
 package jsonstr
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // The events of one stream share their framing: a chat chunk repeats its
 // id, model and nesting and differs from the one before only in the text
@@ -18,20 +22,41 @@ import "encoding/binary"
 // prev[prefix:len(prev)-suffix] became b[prefix:len(b)-suffix].
 func Splice(prev, b []byte) (prefix, suffix int) {
 	n := min(len(prev), len(b))
-	for prefix+8 <= n && binary.LittleEndian.Uint64(prev[prefix:]) == binary.LittleEndian.Uint64(b[prefix:]) {
-		prefix += 8
+	if len(prev) == len(b) && bytes.Equal(prev, b) {
+		return n, 0 // a stream's repeated event: one vectorised compare
 	}
-	for prefix < n && prev[prefix] == b[prefix] {
-		prefix++
-	}
+	prefix = commonPrefix(prev[:n], b[:n])
 	rest := n - prefix
-	for suffix+8 <= rest && binary.LittleEndian.Uint64(prev[len(prev)-suffix-8:]) == binary.LittleEndian.Uint64(b[len(b)-suffix-8:]) {
-		suffix += 8
+	return prefix, commonSuffix(prev[len(prev)-rest:], b[len(b)-rest:])
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// which are of one length: eight bytes at a time, the first differing
+// byte of a word found from the lowest set bit of the words' XOR.
+func commonPrefix(a, b []byte) int {
+	i := 0
+	for ; i+8 <= len(a) && i+8 <= len(b); i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
 	}
-	for suffix < rest && prev[len(prev)-suffix-1] == b[len(b)-suffix-1] {
-		suffix++
+	for ; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
 	}
-	return prefix, suffix
+	return i
+}
+
+// commonSuffix is the length of the longest common suffix of a and b,
+// which are of one length, as commonPrefix finds a prefix.
+func commonSuffix(a, b []byte) int {
+	n := 0
+	for ; n+8 <= len(a) && n+8 <= len(b); n += 8 {
+		if x := binary.LittleEndian.Uint64(a[len(a)-n-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-n-8:]); x != 0 {
+			return n + bits.LeadingZeros64(x)/8
+		}
+	}
+	for ; n < len(a) && n < len(b) && a[len(a)-n-1] == b[len(b)-n-1]; n++ {
+	}
+	return n
 }
 
 // ValidContent reports whether inner is the well-formed content of a JSON
@@ -42,6 +67,9 @@ func Splice(prev, b []byte) (prefix, suffix int) {
 // readers treat invalid bytes alike wherever they sit.
 func ValidContent(inner []byte) bool {
 	for i := 0; i < len(inner); i++ {
+		if i += PlainRun(inner[i:]); i == len(inner) {
+			break
+		}
 		switch c := inner[i]; {
 		case c == '"' || c < 0x20:
 			return false

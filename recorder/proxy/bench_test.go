@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"syscall"
 	"testing"
@@ -119,11 +122,20 @@ func BenchmarkProxySSERecorded(b *testing.B) {
 
 // BenchmarkProxySSEParquet is BenchmarkProxySSERecorded with the sink
 // `reel record` has: the dataset writer (Parquet, zstd, the write-ahead
-// spool; its defaults) on a temporary directory. Its cpu-ns/op is the
-// whole recording work of a bench/capture sidecar exchange without
-// sockets; what the live process spends beyond it is the live process's
-// own (docs/performance.md, "Proxy sidecar").
+// spool; its defaults) on a temporary directory, and reel record's
+// collector settings (recorder.GCPercent under recorder.DefaultMemoryLimit).
+// Its cpu-ns/op is the whole recording work of a bench/capture sidecar
+// exchange without sockets; what the live process spends beyond it is the
+// live process's own (docs/performance.md, "Proxy sidecar"). gc/kop is the
+// collections per 1,000 exchanges: under the limit they come each time
+// the heap reaches it, so fewer means more headroom (load does not change
+// it, unlike the CPU figures).
 func BenchmarkProxySSEParquet(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(recorder.GCPercent))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(recorder.DefaultMemoryLimit))
+	runtime.GC()
+	gc0 := gcCycles()
+	defer func() { b.ReportMetric(float64(gcCycles()-gc0)*1000/float64(b.N), "gc/kop") }()
 	var w *formats.Writer[formats.Exchange]
 	benchSSERecorded(b, func(red *redact.Redactor) *recorder.Recorder {
 		rec, dw, err := recorder.OpenDataset(context.Background(), formats.WriterOptions{Dir: b.TempDir(), Recorder: "bench"}, red,
@@ -181,6 +193,13 @@ func benchSSERecorded(b *testing.B, newRecorder func(*redact.Redactor) *recorder
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// gcCycles is the collections the process has completed so far.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // processCPU is the process's user+system CPU time so far.
