@@ -282,26 +282,24 @@ func (s *groupSet) add(g *groupAcc, b *exactBudget, o *observation, ok bool, lat
 	if ok {
 		g.ok++
 	}
-	if w := &g.whole; w[0] == nil && w[1] == nil && w[2] == nil { // most groups: their own distributions
-		for k, c := range groupCols {
-			if x := &lat[c]; x.v != missing {
-				s.addOwn(g, k, b, x, &run[c])
-			}
-		}
-		return
-	}
-	for k, c := range groupCols {
-		x := &lat[c]
-		if x.v == missing {
-			continue
-		}
-		if g.whole[k] != nil {
-			// The run's sketch took the value: count the cells it grew
-			// by against the budget as this group's own sketch would.
-			b.grow(grown[c])
-			continue
-		}
-		s.addOwn(g, k, b, x, &run[c])
+	// Column by column, not a loop over groupCols: each column's branches
+	// are then predicted on their own.
+	s.addCol(g, groupE2E, b, &lat[colE2E], &run[colE2E], grown[colE2E])
+	s.addCol(g, groupTTFT, b, &lat[colTTFT], &run[colTTFT], grown[colTTFT])
+	s.addCol(g, groupTPOT, b, &lat[colTPOT], &run[colTPOT], grown[colTPOT])
+}
+
+// addCol adds x (column groupCols[k]) to g, after the run's distribution
+// r took it, growing its sketch by grown cells.
+func (s *groupSet) addCol(g *groupAcc, k int, b *exactBudget, x *sample, r *dist, grown int) {
+	switch {
+	case x.v == missing:
+	case g.whole[k] != nil:
+		// The run's sketch took the value: count the cells it grew by
+		// against the budget as this group's own sketch would.
+		b.grow(grown)
+	default:
+		s.addOwn(g, k, b, x, r)
 	}
 }
 
@@ -430,6 +428,8 @@ func (a *Analyzer) add(o *observation) {
 		x := &lat[c]
 		if c == colE2ESched && v == o.lat[colE2E] { // a recording's: the same value, the same bin
 			x = &lat[colE2E]
+		} else {
+			*x = sampleOf(v)
 		}
 		grown[c] = a.lat[c].addSample(b, x)
 		if a.perFrame[c] {
@@ -440,7 +440,7 @@ func (a *Analyzer) add(o *observation) {
 		}
 	}
 	if p := o.promptTokens; p > 0 {
-		x := sample{v: int64(p)}
+		x := sampleOf(int64(p))
 		a.prompt.addSample(b, &x)
 		fr.prompt.addSample(b, &x)
 	}

@@ -60,12 +60,12 @@ const minShed = 64
 const DefaultExactValues = 1 << 20
 
 func (d *dist) add(b *exactBudget, v int64) {
-	x := sample{v: v}
+	x := sampleOf(v)
 	d.addSample(b, &x)
 }
 
-// addSample adds x.v, finding its sketch bin through x (see sample), and
-// returns how many cells its sketch grew by (0 while exact).
+// addSample adds s.v, in its sketch at s.bin once sketched (see sample),
+// and returns how many cells its sketch grew by (0 while exact).
 func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	v := s.v
 	d.n++
@@ -78,7 +78,7 @@ func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	d.sum += x
 	d.sumSq += x * x
 	if sk := d.sk; sk != nil {
-		if v > 0 && sk.pos.countHeld(s.binOf()) { // most values
+		if v > 0 && sk.pos.countHeld(s.bin) { // most values
 			return 0
 		}
 		grown = sk.addSample(s, 1)
@@ -105,12 +105,21 @@ func (d *dist) addSample(b *exactBudget, s *sample) (grown int) {
 	return 0
 }
 
-// grow counts cells a sketch grew by, shedding when over the limit.
+// grow counts cells a sketch grew by, shedding when over the limit
+// (inlined: mostly none).
 func (b *exactBudget) grow(cells int) {
 	if cells != 0 && b.limit > 0 {
-		if b.held += int64(cells); b.held > max(b.limit, b.next) {
-			b.shed()
-		}
+		b.hold(int64(cells))
+	}
+}
+
+// hold counts n more values or cells held, shedding when over the limit.
+// Out of line, so that grow is small enough to be inlined.
+//
+//go:noinline
+func (b *exactBudget) hold(n int64) {
+	if b.held += n; b.held > max(b.limit, b.next) {
+		b.shed()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 )
 
 // SketchRelErr is the relative accuracy of a sketched quantile: it lies
@@ -37,40 +38,56 @@ type sketchBins struct {
 }
 
 // sketchBounds[i] is γ^i, the upper bound of bin i, for every bin an
-// integer magnitude (1 … 2^63) can fall in. sliceFirst[k<<sliceBits | j] is
-// the first bin whose bound reaches the lower edge of the j-th of the
-// 2^sliceBits equal slices of [2^k, 2^(k+1)): a slice (0.4 % of its octave)
+// integer magnitude (1 … 2^63) can fall in. sliceFirst[(63−k)<<sliceBits | j]
+// is the first bin whose bound reaches the lower edge of the j-th of the
+// 2^sliceBits equal slices of [2^k, 2^(k+1)) (indexed by leading zeros, not
+// k: one subtraction fewer per lookup): a slice (0.4 % of its octave)
 // is narrower than a bin (2 %), so finding a bin is a table lookup and one
-// comparison, instead of a logarithm.
-var sketchBounds, sliceFirst = func() ([]float64, []uint16) {
+// comparison, instead of a logarithm. The comparison is of integers:
+// sketchLast[i] is the largest magnitude whose float64 is at most γ^i, so
+// m > sketchLast[i] exactly when float64(m) > γ^i.
+var sketchBounds, sliceFirst, sketchLast = func() ([]float64, *[64 << sliceBits]uint16, *[maxSketchBins]uint64) {
 	bounds := []float64{1}
 	for bounds[len(bounds)-1] < 1<<63 {
 		bounds = append(bounds, math.Pow(sketchGamma, float64(len(bounds))))
 	}
-	first := make([]uint16, 64<<sliceBits)
+	if len(bounds) > maxSketchBins {
+		panic("analysis: sketch bounds exceed maxSketchBins")
+	}
+	var first [64 << sliceBits]uint16
 	for k := range 64 {
 		for j := range 1 << sliceBits {
 			edge := math.Ldexp(1+float64(j)/(1<<sliceBits), k)
 			i, _ := slices.BinarySearch(bounds, edge)
-			first[k<<sliceBits|j] = uint16(i)
+			first[(63-k)<<sliceBits|j] = uint16(i)
 		}
 	}
-	return bounds, first
+	var last [maxSketchBins]uint64
+	for i := range last {
+		last[i] = math.MaxUint64
+		if i >= len(bounds) || bounds[i] >= 1<<64 {
+			continue
+		}
+		// The integers whose float64 is ≤ γ^i are 0 … last[i]: from
+		// ⌊γ^i⌋, less than an ulp (≤ 2^11 below 2^64) further on.
+		lo := uint64(bounds[i])
+		n := uint64(sort.Search(1<<12, func(d int) bool { return float64(lo+uint64(d)) > bounds[i] }))
+		last[i] = lo + n - 1
+	}
+	return bounds, &first, &last
 }()
 
-const sliceBits = 8
+const (
+	sliceBits     = 8
+	maxSketchBins = 1 << 12 // sketchLast's length, a power of two above the bins of int64 magnitudes (about 2,200)
+)
 
 // sketchBin returns the bin of a magnitude m ≥ 1: the first i with γ^i ≥ m.
 func sketchBin(m uint64) int {
-	k := bits.Len64(m) - 1 // 2^k ≤ m < 2^(k+1)
-	var j uint64           // the slice of the octave m is in: the sliceBits bits below the leading one
-	if k >= sliceBits {
-		j = m >> (k - sliceBits)
-	} else {
-		j = m << (sliceBits - k)
-	}
-	i := int(sliceFirst[k<<sliceBits|int(j&(1<<sliceBits-1))])
-	if sketchBounds[i] < float64(m) { // one step at most: a slice is narrower than a bin (TestSketchSliceOneStep); a conditional move, not a branch
+	lz := bits.LeadingZeros64(m) & 63                           // m < 2^(64−lz), and 0 ≤ lz < 64 with no bounds check below
+	j := m << uint(lz) >> (63 - sliceBits) & (1<<sliceBits - 1) // the sliceBits bits below the leading one: m's slice of its octave
+	i := int(sliceFirst[lz<<sliceBits|int(j)])
+	if m > sketchLast[i&(maxSketchBins-1)] { // one step at most: a slice is narrower than a bin (TestSketchSliceOneStep)
 		i++
 	}
 	return i
@@ -81,7 +98,7 @@ func sketchValue(i int) float64 { return 2 * sketchBounds[i] / (sketchGamma + 1)
 
 // add counts v c times and returns how many cells the sketch grew by.
 func (s *sketch) add(v int64, c int64) (grown int) {
-	x := sample{v: v}
+	x := sampleOf(v)
 	return s.addSample(&x, c)
 }
 
@@ -104,38 +121,31 @@ func (s *sketch) addEach(vs []int64) {
 func (s *sketch) addSample(x *sample, c int64) (grown int) {
 	switch {
 	case x.v > 0:
-		return s.pos.add(x.binOf(), c)
+		return s.pos.add(x.bin, c)
 	case x.v < 0:
-		return s.neg.add(x.binOf(), c)
+		return s.neg.add(x.bin, c)
 	}
 	s.zero += c
 	return 0
 }
 
 // sample is a value on its way into distributions, with its magnitude's
-// sketch bin once one of them needed it: a request's latency goes to the
-// run's, its frame's and four groups' distributions, and the bin is found
-// once for all of them.
+// sketch bin: a request's latency goes to the run's, its frame's and four
+// groups' distributions, and the bin is found once for all of them, up
+// front (a table lookup, inlined), since in a long run nearly every value
+// meets a sketch.
 type sample struct {
-	v      int64
-	bin    int
-	binned bool
+	v   int64
+	bin int // sketchBin(|v|), for v ≠ 0
 }
 
-// binOf returns the bin of x's magnitude (x.v ≠ 0).
-func (x *sample) binOf() int {
-	if !x.binned { // apart, so that finding the bin found is inlined
-		x.findBin()
+// sampleOf returns v with its bin.
+func sampleOf(v int64) sample {
+	m := uint64(v)
+	if v < 0 {
+		m = -m // -MinInt64 wraps to 2^63 as a uint64: still right
 	}
-	return x.bin
-}
-
-func (x *sample) findBin() {
-	m := uint64(x.v)
-	if x.v < 0 {
-		m = uint64(-x.v) // -MinInt64 wraps to 2^63 as a uint64: still right
-	}
-	x.bin, x.binned = sketchBin(m), true
+	return sample{v: v, bin: sketchBin(m)} // for 0 some bin, never read: zeros are counted apart
 }
 
 // countHeld counts one in bin i when the bins hold it and reports whether

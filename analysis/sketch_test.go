@@ -320,7 +320,8 @@ func TestCompareFromSketches(t *testing.T) {
 }
 
 // TestSketchBinLookup: the slice table finds the same bin as searching
-// every bound — at each power of two, next to it, and at random magnitudes.
+// every bound — at each power of two, next to it, next to every bound, and
+// at random magnitudes.
 func TestSketchBinLookup(t *testing.T) {
 	search := func(m uint64) int {
 		i, _ := slices.BinarySearch(sketchBounds, float64(m))
@@ -347,6 +348,16 @@ func TestSketchBinLookup(t *testing.T) {
 	for m := uint64(1); m < 70_000; m++ {
 		check(m)
 	}
+	for i, b := range sketchBounds { // either side of every bound, and of the last integer at or below it
+		if b >= 1<<63 {
+			continue
+		}
+		for d := uint64(0); d < 5; d++ {
+			check(uint64(b) + d - 2)
+		}
+		check(sketchLast[i])
+		check(sketchLast[i] + 1)
+	}
 }
 
 // TestSketchSliceOneStep: every magnitude of a slice lies at or below the
@@ -355,7 +366,7 @@ func TestSketchBinLookup(t *testing.T) {
 func TestSketchSliceOneStep(t *testing.T) {
 	for k := range 64 {
 		for j := range 1 << sliceBits {
-			i := int(sliceFirst[k<<sliceBits|j])
+			i := int(sliceFirst[(63-k)<<sliceBits|j])
 			top := math.Ldexp(1+float64(j+1)/(1<<sliceBits), k) // the slice's upper edge, inclusive for rounding
 			if k == 63 {
 				top = math.Min(top, 1<<63)

@@ -9,7 +9,8 @@
 // never counted. An idle phase of the same length measures what a recorder
 // costs with no traffic (start-up, timers); it is reported beside the
 // totals. The read and write system calls of each process come from
-// /proc/PID/io, counted by the kernel without a tracer in the way.
+// /proc/PID/io, counted by the kernel without a tracer in the way; the
+// garbage collections of the Go ones from GODEBUG=gctrace=1.
 //
 //	bench/capture/run.sh                  # builds reel and this tool, 3 repetitions
 //	go run ./bench/capture -reel /tmp/reel -n 4000 -rate 500 -reps 3
@@ -167,6 +168,9 @@ type sample struct {
 	// slowing the process down and changing how events coalesce); -1 where
 	// /proc cannot tell.
 	reads, writes int64
+	// gcs is the garbage collections the process ran (its
+	// GODEBUG=gctrace=1 lines); -1 for a recorder that is not a Go program.
+	gcs int
 }
 
 func (b *bench) run(ctx context.Context, reps int, only string) error {
@@ -211,7 +215,7 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 	}
 	floor := medianCPU(busy["tcpdump -w"], b.n, func(s sample) time.Duration { return s.user + s.sys })
 	bare := medianCPU(busy["bare ReverseProxy"], b.n, func(s sample) time.Duration { return s.user + s.sys })
-	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s %8s  %s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "reads", "writes", "rows (answered, incomplete, failed) per repetition")
+	fmt.Printf("%-28s %12s %12s %12s %12s %10s %10s %8s %8s %6s  %s\n", "recorder", "cpu µs/exch", "user µs", "sys µs", "idle µs", "×tcpdump", "×bare", "reads", "writes", "GCs", "rows (answered, incomplete, failed) per repetition")
 	for _, r := range chosen {
 		ss := busy[r.name]
 		total := medianCPU(ss, b.n, func(s sample) time.Duration { return s.user + s.sys })
@@ -222,13 +226,15 @@ func (b *bench) run(ctx context.Context, reps int, only string) error {
 		for _, s := range ss {
 			rs = append(rs, s.rowCheck(r.rows != nil))
 		}
-		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s %8s  %s\n", r.name, total, user, sys, idleCPU,
+		fmt.Printf("%-28s %12.1f %12.1f %12.1f %12.1f %10s %10s %8s %8s %6s  %s\n", r.name, total, user, sys, idleCPU,
 			ratio(total, floor), ratio(total, bare),
 			perExchange(ss, b.n, func(s sample) int64 { return s.reads }), perExchange(ss, b.n, func(s sample) int64 { return s.writes }),
+			perExchange(ss, 1, func(s sample) int64 { return int64(s.gcs) }),
 			strings.Join(rs, " / "))
 	}
 	fmt.Println("(cpu: median over repetitions of the recorder process's user+sys CPU ÷ exchanges; idle: the same process for the same time with no traffic, also ÷ exchanges)")
 	fmt.Println("(reads, writes: median read and write system calls of the process ÷ exchanges, start-up included)")
+	fmt.Println("(GCs: median garbage collections the process ran in the phase, from GODEBUG=gctrace=1)")
 	fmt.Println("(rows: exchanges written; answered: streams the upstream finished; a row count that differs from answered is marked ≠)")
 	verdict(busy, "reel record --iface", "tcpdump -w", "passive capture", 12)
 	verdict(busy, "reel record sidecar", "bare ReverseProxy", "sidecar", 1.10)
@@ -318,7 +324,10 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	cmd := r.command(b, out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "REEL_REDACT_KEY=capture-bench-key-0123456789abcdef")
+	// gctrace: one line on stderr per collection, to count them (the
+	// sidecar's collector is paced by its memory limit: docs/performance.md,
+	// "Proxy sidecar"); tcpdump ignores it.
+	cmd.Env = append(os.Environ(), "REEL_REDACT_KEY=capture-bench-key-0123456789abcdef", "GODEBUG=gctrace=1")
 	if err := cmd.Start(); err != nil {
 		return sample{}, fmt.Errorf("start: %w", err)
 	}
@@ -356,18 +365,38 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 		return sample{}, fmt.Errorf("wait: %w", err)
 	}
 	s.user, s.sys = cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
+	recLog, gcs := splitGCTrace(stderr.Bytes())
+	s.gcs = gcs
+	if r.name == "tcpdump -w" {
+		s.gcs = -1
+	}
 	if busy && r.rows != nil {
 		if s.rows, s.incomplete, err = r.rows(out); err != nil {
-			return sample{}, fmt.Errorf("count rows: %w (%s)", err, stderr.String())
+			return sample{}, fmt.Errorf("count rows: %w (%s)", err, recLog)
 		}
 	}
 	if busy && s.errors > 0 {
 		log.Printf("%s: %d of %d requests failed or were cut", r.name, s.errors, b.n)
 	}
 	if busy && r.rows != nil && s.rows != s.answered {
-		log.Printf("%s: %d rows for %d answered streams (%d flagged incomplete); recorder's log:\n%s", r.name, s.rows, s.answered, s.incomplete, stderr.String())
+		log.Printf("%s: %d rows for %d answered streams (%d flagged incomplete); recorder's log:\n%s", r.name, s.rows, s.answered, s.incomplete, recLog)
 	}
 	return s, nil
+}
+
+// splitGCTrace separates a Go recorder's stderr into its own log and the
+// number of GODEBUG=gctrace=1 lines ("gc N @…") in it.
+func splitGCTrace(stderr []byte) (string, int) {
+	var own []string
+	gcs := 0
+	for _, line := range strings.SplitAfter(string(stderr), "\n") {
+		if strings.HasPrefix(line, "gc ") && strings.Contains(line, " @") {
+			gcs++
+			continue
+		}
+		own = append(own, line)
+	}
+	return strings.Join(own, ""), gcs
 }
 
 // rowCheck is a phase's row check for the table: rows against what the
