@@ -1,10 +1,11 @@
 package formats
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"reflect"
 	"strings"
 	"time"
@@ -22,7 +23,9 @@ import (
 // reconstructed, nothing is reflected per row, and nothing is allocated
 // per row: strings of a dictionary column come from its dictionary,
 // converted once per column chunk; list elements and optional values of a
-// batch share one slab per column. It gives the same records as parquet-go's
+// batch share one slab per column (fresh for every batch, or with
+// ReaderOptions.ReuseSlices kept for the next batch decoded into the same
+// records). It gives the same records as parquet-go's
 // row reader (TestColumnarMatchesRows), which the Reader keeps for the
 // fields it cannot decode this way (maps, byte slices: the bodies and
 // headers) and for reading every column.
@@ -95,15 +98,16 @@ func columnarFields[T Record](columns []string) (fields []columnField, ok bool) 
 // columnarGroup decodes one row group's projected columns into batches of
 // records.
 type columnarGroup[T Record] struct {
-	cols []*columnCursor
-	left int64 // rows not decoded yet
+	cols  []*columnCursor
+	left  int64 // rows not decoded yet
+	reuse bool  // ReaderOptions.ReuseSlices: each batch's slabs are kept for the next decoded into the same slot
 }
 
 // newColumnarGroup prepares rg's columns for fields. It reports ok false
 // when the file stores one of them in a way the columnar path does not
 // decode (the row path then reads the group).
-func newColumnarGroup[T Record](pf *parquet.File, rg parquet.RowGroup, fields []columnField) (*columnarGroup[T], bool) {
-	g := &columnarGroup[T]{left: rg.NumRows()}
+func newColumnarGroup[T Record](pf *parquet.File, rg parquet.RowGroup, fields []columnField, reuse bool) (*columnarGroup[T], bool) {
+	g := &columnarGroup[T]{left: rg.NumRows(), reuse: reuse}
 	chunks := rg.ColumnChunks()
 	for i := range fields {
 		f := &fields[i]
@@ -160,16 +164,21 @@ func (g *columnarGroup[T]) close() {
 }
 
 // read decodes the next rows into buf, overwriting the projected fields of
-// buf[:n], and reports n (0 and io.EOF after the last row).
-func (g *columnarGroup[T]) read(buf []T) (int, error) {
+// buf[:n], and reports n (0 and io.EOF after the last row). slot (0 or 1)
+// names buf among the run's batch buffers: with reuse, the slabs of the
+// batch last decoded into the same slot are decoded over.
+func (g *columnarGroup[T]) read(buf []T, slot int) (int, error) {
 	n := int(min(int64(len(buf)), g.left))
 	if n == 0 {
 		return 0, io.EOF
 	}
 	base := unsafe.Pointer(unsafe.SliceData(buf))
 	size := unsafe.Sizeof(buf[0])
+	if !g.reuse {
+		slot = -1
+	}
 	for _, c := range g.cols {
-		if err := c.decode(base, size, n); err != nil {
+		if err := c.decode(base, size, n, slot); err != nil {
 			return 0, fmt.Errorf("column %s: %w", c.field.name, err)
 		}
 	}
@@ -209,6 +218,10 @@ type columnCursor struct {
 
 	ends     []int32 // scratch: end of each row's list in the batch's slab
 	slabHint int     // capacity for the next batch's list slab: the last batch's elements and an eighth
+	// With ReuseSlices, the slabs last handed out in each batch slot, decoded
+	// over when the slot is decoded again.
+	kept32 [batchSlots][]int32
+	kept64 [batchSlots][]int64
 }
 
 // accepts reports whether the file's leaf column can be decoded into the
@@ -325,18 +338,19 @@ func (c *columnCursor) plainString(i int) string {
 }
 
 // decode writes the column's next n rows into the records at base (size
-// bytes apart).
-func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n int) error {
+// bytes apart). slot is the batch slot whose slabs are decoded over, or -1
+// for fresh ones.
+func (c *columnCursor) decode(base unsafe.Pointer, size uintptr, n, slot int) error {
 	if c.missing {
 		return nil // never written: the field stays zero
 	}
 	switch c.field.kind {
 	case kindOptInt32:
-		return c.decodeOptional(base, size, n)
+		return c.decodeOptional(base, size, n, keptSlab(&c.kept32, slot))
 	case kindListInt32:
-		return decodeList(c, base, size, n, (*columnCursor).int32Values, emptyListInt32s)
+		return decodeList(c, base, size, n, (*columnCursor).int32Values, emptyListInt32s, keptSlab(&c.kept32, slot))
 	case kindListInt64:
-		return decodeList(c, base, size, n, (*columnCursor).int64Values, emptyListInt64s)
+		return decodeList(c, base, size, n, (*columnCursor).int64Values, emptyListInt64s, keptSlab(&c.kept64, slot))
 	}
 	for r := 0; r < n; {
 		if c.vpos >= c.nvals {
@@ -407,11 +421,23 @@ func scatterDict[T any](dst unsafe.Pointer, size uintptr, indexes []int32, dict 
 	}
 }
 
+// keptSlab is the slab kept for slot, or nil for slot -1 (fresh slabs).
+func keptSlab[E int32 | int64](kept *[batchSlots][]E, slot int) *[]E {
+	if slot < 0 {
+		return nil
+	}
+	return &kept[slot]
+}
+
 // decodeOptional decodes an optional INT32 column: one definition level per
 // row, a value where it is the maximum. The batch's values share one slab,
-// allocated at the batch's first value.
-func (c *columnCursor) decodeOptional(base unsafe.Pointer, size uintptr, n int) error {
+// allocated at the batch's first value, or the kept one (when not nil)
+// where it holds n values.
+func (c *columnCursor) decodeOptional(base unsafe.Pointer, size uintptr, n int, kept *[]int32) error {
 	var slab []int32
+	if kept != nil && cap(*kept) >= n {
+		slab = (*kept)[:0]
+	}
 	for r := 0; r < n; r++ {
 		if c.lpos >= len(c.defs) {
 			if err := c.next(); err != nil {
@@ -427,7 +453,14 @@ func (c *columnCursor) decodeOptional(base unsafe.Pointer, size uintptr, n int) 
 				return errBadLevels
 			}
 			if slab == nil {
-				slab = make([]int32, 0, n-r) // never grows: *p points into it
+				room := n - r
+				if kept != nil {
+					room = n // for the next batch in this slot too
+				}
+				slab = make([]int32, 0, room) // never grows: *p points into it
+				if kept != nil {
+					*kept = slab
+				}
 			}
 			slab = append(slab, c.int32At(c.vpos))
 			c.vpos++
@@ -442,6 +475,7 @@ var (
 	errBadLevels    = errors.New("definition levels promise more values than the page holds")
 	errListRowStart = errors.New("list row does not start at repetition level 0")
 	errLevelsUneven = errors.New("page has different numbers of repetition and definition levels")
+	errLevelRange   = errors.New("repetition level above the column's maximum")
 	emptyListInt32s = []int32{}
 	emptyListInt64s = []int64{}
 )
@@ -454,12 +488,17 @@ var (
 // list, which reads as an empty slice, as in the row path). A row may
 // continue on the next page. The levels are scanned page by page and each
 // page's elements copied into the batch's slab in one block; the slab is
-// sized from the previous batch, so it rarely grows.
-func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uintptr, n int, values func(*columnCursor) (plain, dict []E), empty []E) error {
+// sized from the previous batch, so it rarely grows. kept, when not nil, is
+// the slab to decode over (and where this batch's is left).
+func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uintptr, n int, values func(*columnCursor) (plain, dict []E), empty []E, kept *[]E) error {
 	c.ends = c.ends[:0]
-	slab := make([]E, 0, c.slabHint)
+	var slab []E
+	if kept != nil && *kept != nil {
+		slab = (*kept)[:0]
+	} else {
+		slab = make([]E, 0, c.slabHint)
+	}
 	started := 0 // rows of the batch begun
-	first := 0   // c.ends from here on were found on the current page
 	for {
 		if c.lpos >= len(c.reps) {
 			if err := c.next(); err != nil {
@@ -470,12 +509,10 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 			}
 			continue
 		}
-		i, done, err := c.rowStarts(&started, n)
+		i, vals, done, err := c.listRows(&started, n, int32(len(slab)))
 		if err != nil {
 			return err
 		}
-		vals := c.rowEnds(first, i, int32(len(slab)))
-		first = len(c.ends)
 		if c.vpos+vals > c.nvals {
 			return errBadLevels
 		}
@@ -494,6 +531,9 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 	}
 	c.ends = append(c.ends, int32(len(slab)))
 	c.slabHint = len(slab) + len(slab)/8
+	if kept != nil {
+		*kept = slab
+	}
 	start := int32(0)
 	for r, end := range c.ends {
 		p := (*[]E)(unsafe.Add(base, uintptr(r)*size+c.field.offset))
@@ -507,61 +547,65 @@ func decodeList[E int32 | int64](c *columnCursor, base unsafe.Pointer, size uint
 	return nil
 }
 
-// rowStarts scans the current page's repetition levels from c.lpos for
-// the starts of rows, jumping from one to the next (bytes.IndexByte) rather
-// than testing every level: it counts the rows begun in *started and
-// appends to c.ends, for each row the page ends (but the batch's first),
-// the level position it ends at. It stops at the batch's (n-th row's) end
-// (done: the next level starts the next batch's row) or at the page's
-// end, and reports the level position it stopped at.
-func (c *columnCursor) rowStarts(started *int, n int) (i int, done bool, err error) {
-	reps := c.reps
-	i = c.lpos
+// listRows scans the current page's levels from c.lpos for the rows of the
+// batch (n rows, *started of them begun before) and their elements: a
+// repetition level 0 starts a row, a definition level at the maximum is an
+// element (a lower one, an empty or null list). For each row the page ends
+// but the batch's first it appends to c.ends the row's end in the batch's
+// slab, whose page elements begin at slab (the elements before them). It
+// stops at the batch's end (done: the level at stop starts the next
+// batch's row) or at the page's end, and reports the level position it
+// stopped at and the elements from c.lpos to there. The levels are read
+// eight at a time: the row starts and the elements of a word are bit masks,
+// so a row costs a few instructions however long its list.
+func (c *columnCursor) listRows(started *int, n int, slab int32) (stop, vals int, done bool, err error) {
+	const ones, low7 = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f
+	reps, defs := c.reps, c.defs[:len(c.reps)]
+	i := c.lpos
 	if *started == 0 && reps[i] != 0 {
-		return 0, false, errListRowStart
+		return 0, 0, false, errListRowStart
 	}
-	for {
-		if reps[i] == 0 {
+	wantDef := uint64(c.maxDef) * ones
+	for ; i+8 <= len(reps); i += 8 {
+		w := binary.LittleEndian.Uint64(reps[i:])
+		if w&^ones != 0 {
+			break // a level out of range: the loop below finds it, level by level
+		}
+		// 0x80 in each byte whose definition level is the maximum.
+		x := binary.LittleEndian.Uint64(defs[i:]) ^ wantDef
+		elems := ^((x&low7 + low7) | x | low7)
+		for starts := ^w & ones; starts != 0; starts &= starts - 1 {
+			b := bits.TrailingZeros64(starts) // 8 × the start's byte in the word
+			before := vals + bits.OnesCount64(elems&(1<<b-1))
 			if *started == n {
-				return i, true, nil // the next batch's first row
+				return i + b/8, before, true, nil // the next batch's first row
 			}
 			if *started > 0 {
-				c.ends = append(c.ends, int32(i))
+				c.ends = append(c.ends, slab+int32(before))
 			}
 			*started++
 		}
-		j := bytes.IndexByte(reps[i+1:], 0)
-		if j < 0 {
-			return len(reps), false, nil
+		vals += bits.OnesCount64(elems)
+	}
+	for ; i < len(reps); i++ {
+		switch reps[i] {
+		case 0:
+			if *started == n {
+				return i, vals, true, nil
+			}
+			if *started > 0 {
+				c.ends = append(c.ends, slab+int32(vals))
+			}
+			*started++
+		case 1:
+		default:
+			return 0, 0, false, errLevelRange
 		}
-		i += 1 + j
-	}
-}
-
-// rowEnds turns the level positions rowStarts left in c.ends[first:] into
-// positions in the batch's slab, whose page elements begin at slab (the
-// elements before them), and reports how many elements the levels from
-// c.lpos to end hold: those whose definition level is the maximum (a lower
-// one is an empty or null list). Where every level is an element, the
-// usual case, an end is its level's offset from c.lpos; else each row's
-// elements are counted.
-func (c *columnCursor) rowEnds(first, end int, slab int32) int {
-	defs := c.defs[c.lpos:end]
-	vals := bytes.Count(defs, []byte{c.maxDef})
-	ends := c.ends[first:]
-	if vals == len(defs) {
-		for k, e := range ends {
-			ends[k] = slab + e - int32(c.lpos)
+		if defs[i] == c.maxDef {
+			vals++
 		}
-		return vals
 	}
-	prev, at := c.lpos, slab
-	for k, e := range ends {
-		at += int32(bytes.Count(c.defs[prev:e], []byte{c.maxDef}))
-		prev = int(e)
-		ends[k] = at
-	}
-	return vals
+	return len(reps), vals, false, nil
 }
 
 func (c *columnCursor) int32Values() (plain, dict []int32) { return c.i32, c.dictI32 }

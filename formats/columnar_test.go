@@ -3,6 +3,7 @@ package formats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -159,6 +160,37 @@ func TestColumnarMatchesRows(t *testing.T) {
 			}
 		}
 	})
+	t.Run("read ahead and reused slices", func(t *testing.T) {
+		pdir := t.TempDir() // lists and batches across page boundaries
+		writeAll(t, WriterOptions{Dir: pdir, Recorder: "rec-a", RowGroupRows: 1000, PageBytes: 700, NoSpool: true}, append(a, b...))
+		window := ReaderOptions{Columns: []string{"event_gaps_us", "model", "cached_tokens"}, From: t0.Add(100 * time.Millisecond), To: t0.Add(333 * time.Millisecond)}
+		for _, tc := range []struct {
+			name string
+			base ReaderOptions // what is read, compared with the row path without these options
+			dirs []string
+		}{
+			{"overlapping files", ReaderOptions{Columns: all}, []string{dir}},
+			{"small pages", ReaderOptions{Columns: all}, []string{pdir}},
+			{"a window", window, []string{dir}},
+		} {
+			want, _, err := readPath[Exchange](t, tc.dirs, tc.base, true)
+			if err != nil || len(want) == 0 {
+				t.Fatalf("%s: row path read %d records: %v", tc.name, len(want), err)
+			}
+			for _, batch := range []int{0, 7} {
+				for _, o := range []struct{ ahead, reuse bool }{{true, false}, {false, true}, {true, true}} {
+					opts := tc.base
+					opts.BatchRows, opts.ReadAhead, opts.ReuseSlices = batch, o.ahead, o.reuse
+					t.Run(fmt.Sprintf("%s/batch %d/ahead %v/reuse %v", tc.name, batch, o.ahead, o.reuse), func(t *testing.T) {
+						scanMatches(t, tc.dirs, opts, want)
+						if !o.reuse { // Next's copies are whole: the row path too, ahead
+							readBoth[Exchange](t, tc.dirs, opts)
+						}
+					})
+				}
+			}
+		}
+	})
 	t.Run("maps and bodies take the row path", func(t *testing.T) {
 		r, err := OpenReader[Exchange](context.Background(), []string{dir}, ReaderOptions{Columns: []string{"model", "req_headers"}})
 		if err != nil {
@@ -169,6 +201,34 @@ func TestColumnarMatchesRows(t *testing.T) {
 			t.Fatal("columnar path chosen for a map column")
 		}
 	})
+}
+
+// scanMatches reads paths with opts through Scan and fails unless each
+// record, while it is valid (before the next Scan: its slices may be
+// decoded over after that with ReuseSlices), equals want's next.
+func scanMatches[T Record](t *testing.T, paths []string, opts ReaderOptions, want []T) {
+	t.Helper()
+	r, err := OpenReader[T](context.Background(), paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for ; n <= len(want); n++ {
+		rec, err := r.Scan()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d records: %v", n, err)
+		}
+		if n == len(want) || !reflect.DeepEqual(*rec, want[n]) {
+			t.Fatalf("record %d:\nscanned %+v\nwant    %+v", n, *rec, want[min(n, len(want)-1)])
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("scanned %d records, want %d", n, len(want))
+	}
 }
 
 // pagesOf fails unless column's first chunk in dir's first file has at
@@ -259,6 +319,12 @@ func TestColumnarDamagedFiles(t *testing.T) {
 			if colErr != nil && !errors.Is(colErr, ErrBadFile) {
 				t.Fatalf("flip at %d: columnar error %v, not ErrBadFile", pos, colErr)
 			}
+			opts.ReadAhead = true // damage found on the read-ahead goroutine: the same rows and errors
+			ahead, aheadWarned, aheadErr := readPath[Exchange](t, []string{path}, opts, false)
+			if !reflect.DeepEqual(ahead, got) || aheadWarned != colWarned || (aheadErr == nil) != (colErr == nil) || (aheadErr != nil && aheadErr.Error() != colErr.Error()) {
+				t.Fatalf("flip at %d (skip %v): read ahead %d rows (warned %d, err %v), without %d rows (warned %d, err %v)",
+					pos, skip, len(ahead), aheadWarned, aheadErr, len(got), colWarned, colErr)
+			}
 			switch reported := colErr != nil || colWarned > 0; {
 			case isPrefix(got, rows) && (len(got) == len(rows) || reported):
 				if reported && !(rowErr != nil || rowWarned > 0) {
@@ -285,4 +351,68 @@ func isPrefix[T any](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// TestReadAheadStops: Close ends the read-ahead goroutines of the row
+// groups still open, partway through a dataset of overlapping files, and
+// each row group's goroutine has ended by the time the merge drops it.
+// (A goroutine may end earlier: after decoding its row group's last batch.)
+func TestReadAheadStops(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for f := range 3 {
+		recs := make([]Exchange, 200)
+		for i := range recs {
+			recs[i] = testExchange(int64(i), time.Duration(3*i+f)*time.Millisecond) // the files interleave in time
+		}
+		writeAll(t, WriterOptions{Dir: dir, Recorder: fmt.Sprintf("r%d", f), RowGroupRows: 50, NoSpool: true}, recs)
+	}
+	for _, stopAt := range []int{10, 299, 600} {
+		r, err := OpenReader[Exchange](context.Background(), []string{dir}, ReaderOptions{Columns: []string{"model", "event_gaps_us"}, ReadAhead: true, BatchRows: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[*readAhead[Exchange]]bool{}
+		n := 0
+		for ; n < stopAt; n++ {
+			if _, err := r.Scan(); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for _, ru := range r.heap {
+				if ru.ahead == nil {
+					t.Fatal("open row group without its read-ahead")
+				}
+				seen[ru.ahead] = true
+			}
+			for ra := range seen {
+				open := false
+				for _, ru := range r.heap {
+					open = open || ru.ahead == ra
+				}
+				select {
+				case <-ra.done: // after its last batch, or stopped
+				default:
+					if !open {
+						t.Fatal("read-ahead still running after its row group was dropped")
+					}
+				}
+			}
+		}
+		if want := min(stopAt, 600); n != want {
+			t.Fatalf("read %d records, want %d", n, want)
+		}
+		if len(seen) < 2 {
+			t.Fatalf("%d row groups read ahead at once; the test wants overlapping ones", len(seen))
+		}
+		r.Close()
+		for ra := range seen {
+			select {
+			case <-ra.done:
+			default:
+				t.Fatalf("after %d records: a read-ahead goroutine outlived Close", n)
+			}
+		}
+	}
 }

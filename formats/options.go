@@ -164,7 +164,7 @@ type ReaderOptions struct {
 	// Warn receives skipped files' errors. Default: ignore.
 	Warn func(error)
 	// BatchRows is how many rows are read at a time from one row group.
-	// Default 256.
+	// Default 256 (ReadAheadBatchRows with ReadAhead).
 	BatchRows int
 	// Columns lists the top-level columns of the record's schema to decode
 	// (names as in docs/schema.md, e.g. "method", "req_headers"); the
@@ -176,7 +176,27 @@ type ReaderOptions struct {
 	// where the columnar path (straight from the pages into the fields)
 	// applies; both give the same records. For tests and comparisons.
 	RowPath bool
+	// ReuseSlices lets the reader decode later batches over the slices and
+	// pointers (lists, optional numbers) of the records Scan returned, so
+	// that they are valid only as long as the record itself: until the next
+	// call to Scan (strings stay the caller's). For a caller that keeps
+	// nothing of a record it saves an allocation per batch and list column.
+	// Next copies the record but not what its slices point to: do not
+	// combine the two. Default: every batch gets fresh slices. (The
+	// columnar path; the row path always allocates.)
+	ReuseSlices bool
+	// ReadAhead decodes every open row group's next batch on a goroutine of
+	// its own while the caller works on the current one, so that on more
+	// than one core decoding and the caller's work overlap. Memory: two
+	// batches per open row group instead of one. Default: batches are
+	// decoded by Scan, when needed.
+	ReadAhead bool
 }
+
+// ReadAheadBatchRows is the default ReaderOptions.BatchRows with
+// ReadAhead: batches large enough that handing them between goroutines
+// (a wake-up each) costs little beside decoding them.
+const ReadAheadBatchRows = 1024
 
 func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Recorder == "" {

@@ -47,6 +47,8 @@ type Reader[T Record] struct {
 	started  int // row groups opened
 	opened   int // files opened (footers parsed)
 	maxFiles int // most files open at once
+
+	spare [][]T // batch buffers of released runs, for the next runs
 }
 
 // run is one row group being merged.
@@ -56,14 +58,16 @@ type run[T Record] struct {
 	min   int64
 	order int // position among all runs, breaks ties deterministically
 
-	file *openFile
-	gr   *parquet.GenericReader[T] // the row path
-	col  *columnarGroup[T]         // the columnar path
-	buf  []T
-	pos  int
-	n    int
-	eof  bool
-	key  int64 // time of buf[pos]
+	file  *openFile
+	gr    *parquet.GenericReader[T] // the row path
+	col   *columnarGroup[T]         // the columnar path
+	ahead *readAhead[T]             // with ReadAhead: decodes the batches
+	buf   []T
+	slot  int // which of the run's batch buffers buf is (with ReadAhead)
+	pos   int
+	n     int
+	eof   bool
+	key   int64 // time of buf[pos]
 }
 
 // openFile is a file shared by its runs: opened (its footer parsed) when
@@ -82,6 +86,9 @@ type openFile struct {
 func OpenReader[T Record](ctx context.Context, paths []string, opts ReaderOptions) (*Reader[T], error) {
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 256
+		if opts.ReadAhead {
+			opts.BatchRows = ReadAheadBatchRows
+		}
 	}
 	r := &Reader[T]{opts: opts, from: math.MinInt64, to: math.MaxInt64, last: math.MinInt64,
 		files: map[string]*openFile{}, left: map[string]int{}}
@@ -279,11 +286,15 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 		r.release(ru)
 		return fmt.Errorf("%s: %w: row group %d vanished", ru.path, ErrBadFile, ru.group)
 	}
-	if err := ru.open(of.pf, groups[ru.group], r.schema, r.fields); err != nil {
+	if err := ru.open(of.pf, groups[ru.group], r.schema, r.fields, r.opts.ReuseSlices); err != nil {
 		r.release(ru)
 		return err
 	}
-	ru.buf = make([]T, r.opts.BatchRows)
+	if r.opts.ReadAhead {
+		ru.startReadAhead([batchSlots][]T{r.batchBuffer(), r.batchBuffer()})
+	} else {
+		ru.buf = r.batchBuffer()
+	}
 	if err := r.fill(ru); err != nil {
 		r.release(ru)
 		return err
@@ -302,14 +313,14 @@ func (r *Reader[T]) start(ru *run[T]) (err error) {
 // open starts reading a row group, only schema's columns when it is not nil;
 // through the columnar path when fields is not nil and the file stores them
 // in a way it decodes.
-func (ru *run[T]) open(pf *parquet.File, rg parquet.RowGroup, schema *parquet.Schema, fields []columnField) (err error) {
+func (ru *run[T]) open(pf *parquet.File, rg parquet.RowGroup, schema *parquet.Schema, fields []columnField, reuse bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil { // parquet-go on a damaged file
 			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
 		}
 	}()
 	if fields != nil {
-		if g, ok := newColumnarGroup[T](pf, rg, fields); ok {
+		if g, ok := newColumnarGroup[T](pf, rg, fields, reuse); ok {
 			ru.col = g
 			return nil
 		}
@@ -361,23 +372,37 @@ type projection struct {
 
 func (p projection) Fields() []parquet.Field { return p.fields }
 
-// fill reads the next batch of a run.
-func (r *Reader[T]) fill(ru *run[T]) (err error) {
+// batchBuffer is a batch's worth of records, a released run's if there is one.
+func (r *Reader[T]) batchBuffer() []T {
+	if n := len(r.spare); n > 0 {
+		buf := r.spare[n-1]
+		r.spare[n-1] = nil
+		r.spare = r.spare[:n-1]
+		return buf
+	}
+	return make([]T, r.opts.BatchRows)
+}
+
+// fill reads the next batch of a run: decodes it, or with ReadAhead takes
+// the one decoded meanwhile and gives the buffer it is done with back.
+func (r *Reader[T]) fill(ru *run[T]) error {
 	ru.pos, ru.n = 0, 0
 	if ru.eof {
 		return nil
 	}
-	defer func() {
-		if p := recover(); p != nil { // parquet-go on damaged pages
-			err = fmt.Errorf("%s: row group %d: %w: %v", ru.path, ru.group, ErrBadFile, p)
-		}
-	}()
 	var n int
-	if ru.col != nil {
-		n, err = ru.col.read(ru.buf) // overwrites every projected field; lists get a fresh slab
+	var err error
+	if ra := ru.ahead; ra != nil {
+		if ru.buf != nil {
+			ra.free <- ru.slot
+		}
+		b := <-ra.full
+		ru.slot, ru.buf, n, err = b.slot, ra.bufs[b.slot], b.n, b.err
+		if err != nil {
+			ru.eof = true // the goroutine has returned: nothing more comes
+		}
 	} else {
-		clear(ru.buf) // fresh memory for every record handed out
-		n, err = ru.gr.Read(ru.buf)
+		n, err = ru.decode(ru.buf, 0)
 	}
 	ru.n = n
 	if err == io.EOF {
@@ -391,6 +416,84 @@ func (r *Reader[T]) fill(ru *run[T]) (err error) {
 		return fmt.Errorf("%s: row group %d: %w: read returned no rows", ru.path, ru.group, ErrBadFile)
 	}
 	return nil
+}
+
+// decode reads a run's next rows into buf, batch buffer slot of the run,
+// and reports how many (io.EOF after the last; a panic of parquet-go on
+// damaged pages as an error).
+func (ru *run[T]) decode(buf []T, slot int) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, errors.New(fmt.Sprint(p))
+		}
+	}()
+	if ru.col != nil {
+		return ru.col.read(buf, slot) // overwrites every projected field; lists get a fresh slab unless ReuseSlices
+	}
+	clear(buf) // fresh memory for every record handed out
+	return ru.gr.Read(buf)
+}
+
+// batchSlots is how many batch buffers a run decodes into: the one Scan
+// hands records out of and, with ReadAhead, the one decoded meanwhile.
+const batchSlots = 2
+
+// readAhead decodes a run's batches on a goroutine of its own, one batch
+// ahead of the reader: the reader hands out records from one slot's buffer
+// while the goroutine decodes into the other's, and they swap through free
+// and full. The goroutine alone touches the run's decoder (col, gr) until
+// it has returned.
+type readAhead[T Record] struct {
+	bufs [batchSlots][]T
+	free chan int          // slots the reader is done with, to decode into
+	full chan decodedBatch // slots decoded, in row order
+	stop chan struct{}     // closed by release: the goroutine returns
+	done chan struct{}     // closed once it has returned
+}
+
+// decodedBatch is what the read-ahead goroutine decoded into a slot.
+type decodedBatch struct {
+	slot, n int
+	err     error // io.EOF after the last rows; the goroutine returns with any error
+}
+
+// startReadAhead starts decoding the run's batches into bufs on a
+// goroutine of its own.
+func (ru *run[T]) startReadAhead(bufs [batchSlots][]T) {
+	ra := &readAhead[T]{bufs: bufs, free: make(chan int, batchSlots), full: make(chan decodedBatch, batchSlots),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	for s := range batchSlots {
+		ra.free <- s
+	}
+	ru.ahead = ra
+	go ra.loop(ru.decode)
+}
+
+func (ra *readAhead[T]) loop(decode func(buf []T, slot int) (int, error)) {
+	defer close(ra.done)
+	for {
+		var slot int
+		select {
+		case slot = <-ra.free:
+		case <-ra.stop:
+			return
+		}
+		n, err := decode(ra.bufs[slot], slot)
+		ra.full <- decodedBatch{slot: slot, n: n, err: err} // room for every slot: never blocks
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stopReadAhead stops the run's goroutine, waits for it and keeps its
+// buffers for the next runs.
+func (r *Reader[T]) stopReadAhead(ru *run[T]) {
+	ra := ru.ahead
+	close(ra.stop)
+	<-ra.done
+	ru.ahead = nil
+	r.spare = append(r.spare, ra.bufs[:]...)
 }
 
 // advance moves a run to its next row, dropping it when exhausted.
@@ -419,6 +522,11 @@ func (r *Reader[T]) advance(ru *run[T]) error {
 
 // release closes a run and, with its last run, its file.
 func (r *Reader[T]) release(ru *run[T]) {
+	if ru.ahead != nil {
+		r.stopReadAhead(ru)
+	} else if ru.buf != nil {
+		r.spare = append(r.spare, ru.buf)
+	}
 	if ru.gr != nil {
 		ru.gr.Close()
 		ru.gr = nil

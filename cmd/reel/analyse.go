@@ -58,7 +58,9 @@ func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.Rea
 	if f.windowQuantile <= 0 || f.windowQuantile > 1 {
 		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--window-quantile must be in (0, 1], got %g", f.windowQuantile)
 	}
-	ro := formats.ReaderOptions{SkipBad: f.skipBad, Warn: func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) }}
+	ro := formats.ReaderOptions{SkipBad: f.skipBad, Warn: func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) },
+		ReuseSlices: true, // the analysis keeps nothing of a record it has added
+		ReadAhead:   true} // decoding on the second core while the first analyses
 	var err error
 	if ro.From, err = f.from.resolve("--from", time.Now(), "now"); err != nil {
 		return analysis.Options{}, formats.ReaderOptions{}, err
