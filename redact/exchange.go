@@ -54,7 +54,7 @@ func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded
 	// walks (answer), not from a scan of its own.
 	var answer *answerScan
 	rawResp := x.RespBody
-	if t := startTurnLinks(x, req, r.mac, r.putMAC); t != nil {
+	if t, ok := startTurnLinks(x, req, nil, r); ok {
 		if answerKindOf(x) == answerStream {
 			answer = newAnswerScan(x.RespBody)
 			defer func() {

@@ -55,10 +55,16 @@ const domainTurns = "reel/turn-links/1"
 // call would allocate: the MAC is an interface).
 var domainTurnsBytes = []byte(domainTurns)
 
-// turnBufs holds the buffers messages are framed in (*[]byte).
-var turnBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// turnScratch is where the turn links frame messages and take digests.
+type turnScratch struct {
+	buf []byte
+	sum [sha256.Size]byte
+}
 
-// maxPooledTurnBuf bounds the buffers turnBufs keeps.
+// turnScratches holds *turnScratch.
+var turnScratches = sync.Pool{New: func() any { return &turnScratch{buf: make([]byte, 0, 1024)} }}
+
+// maxPooledTurnBuf bounds the buffers turnScratches keeps.
 const maxPooledTurnBuf = 64 << 10
 
 // LinkTurns sets x.TurnKey and x.ParentTurnKey from x's raw request and
@@ -66,7 +72,7 @@ const maxPooledTurnBuf = 64 << 10
 // conversation (or, for TurnKey, when its answer was not seen whole). It
 // must run before the bodies are redacted; RedactExchange calls it.
 func LinkTurns(x *formats.Exchange, key []byte) {
-	if t := startTurnLinks(x, conversationRequest(x), func() hash.Hash { return hmac.New(sha256.New, key) }, nil); t != nil {
+	if t, ok := startTurnLinks(x, conversationRequest(x), hmac.New(sha256.New, key), nil); ok {
 		m, ok := answerOf(x)
 		t.finish(x, m, ok)
 	}
@@ -94,23 +100,25 @@ func mayLink(x *formats.Exchange) bool {
 // turnLink is a request's conversation digested, waiting for its answer.
 type turnLink struct {
 	mac  hash.Hash
-	done func(hash.Hash)
-	bp   *[]byte // the framing buffer, from turnBufs
-	sum  [sha256.Size]byte
+	pool *Redactor // the MAC goes back to its pool; nil when it has none
+	s    *turnScratch
 }
 
 // startTurnLinks sets x.ParentTurnKey from x's request, decoded (req; nil
-// when it is not a JSON request), with the keyed MAC from newMAC, which
-// finish hands back to done (when not nil): RedactExchange lends its
-// pooled one. It returns the digest to finish with the answer, or nil when
-// the request is not linked (x.TurnKey is then 0 too).
-func startTurnLinks(x *formats.Exchange, req *sse.Request, newMAC func() hash.Hash, done func(hash.Hash)) *turnLink {
+// when it is not a JSON request), with the keyed MAC mac, fresh, or when
+// pool is not nil that Redactor's pooled MAC (mac is then nil), which
+// finish hands back. It returns the digest to finish with the answer;
+// false when the request is not linked (x.TurnKey is then 0 too).
+func startTurnLinks(x *formats.Exchange, req *sse.Request, mac hash.Hash, pool *Redactor) (turnLink, bool) {
 	x.TurnKey, x.ParentTurnKey = 0, 0
 	if req == nil || len(req.Messages) == 0 || !mayLink(x) {
-		return nil
+		return turnLink{}, false
 	}
-	t := &turnLink{mac: newMAC(), done: done, bp: turnBufs.Get().(*[]byte)}
-	buf := (*t.bp)[:0]
+	if pool != nil {
+		mac = pool.mac()
+	}
+	t := turnLink{mac: mac, pool: pool, s: turnScratches.Get().(*turnScratch)}
+	buf := t.s.buf[:0]
 	t.mac.Write(domainTurnsBytes)
 	// Each message is framed and written as it is read; the parent key is
 	// set only once every message has been read (one that cannot be read
@@ -125,38 +133,38 @@ func startTurnLinks(x *formats.Exchange, req *sse.Request, newMAC func() hash.Ha
 	for i := range req.Messages {
 		m, ok := canonRequestMessage(&req.Messages[i])
 		if !ok {
-			*t.bp = buf
+			t.s.buf = buf
 			t.release()
-			return nil
+			return turnLink{}, false
 		}
 		buf = m.appendTo(buf[:0])
 		t.mac.Write(buf)
 		if m.role == "assistant" && i+1 < len(req.Messages) {
-			parent = digest(t.mac, t.sum[:0])
+			parent = digest(t.mac, t.s.sum[:0])
 		}
 	}
-	*t.bp = buf
+	t.s.buf = buf
 	x.ParentTurnKey = parent
-	return t
+	return t, true
 }
 
 // finish sets x.TurnKey from the answer (none when ok is false) and
 // releases the digest.
 func (t *turnLink) finish(x *formats.Exchange, answer canonMessage, ok bool) {
 	if ok {
-		*t.bp = answer.appendTo((*t.bp)[:0])
-		t.mac.Write(*t.bp)
-		x.TurnKey = digest(t.mac, t.sum[:0])
+		t.s.buf = answer.appendTo(t.s.buf[:0])
+		t.mac.Write(t.s.buf)
+		x.TurnKey = digest(t.mac, t.s.sum[:0])
 	}
 	t.release()
 }
 
 func (t *turnLink) release() {
-	if cap(*t.bp) <= maxPooledTurnBuf {
-		turnBufs.Put(t.bp)
+	if cap(t.s.buf) <= maxPooledTurnBuf {
+		turnScratches.Put(t.s)
 	}
-	if t.done != nil {
-		t.done(t.mac)
+	if t.pool != nil {
+		t.pool.putMAC(t.mac)
 	}
 }
 
@@ -242,8 +250,11 @@ type toolCall struct {
 // its tool calls are not a list of calls (the request is then not linked,
 // as when it does not decode).
 func canonRequestMessage(rm *sse.Message) (canonMessage, bool) {
-	var calls []toolCall
-	if len(rm.ToolCalls) > 0 && json.Unmarshal(rm.ToolCalls, &calls) != nil {
+	if len(rm.ToolCalls) == 0 {
+		return canonOf(rm.Role, rm.Content, nil, rm.ToolCallID), true
+	}
+	var calls []toolCall // declared here: decoding into it moves it to the heap
+	if json.Unmarshal(rm.ToolCalls, &calls) != nil {
 		return canonMessage{}, false
 	}
 	return canonOf(rm.Role, rm.Content, calls, rm.ToolCallID), true

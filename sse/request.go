@@ -177,9 +177,29 @@ func (w *walker) str(dst *string) bool {
 	if !w.atString() || !w.skipString() {
 		return false
 	}
+	if r, ok := commonRole(w.b[start+1 : w.i-1]); ok {
+		*dst = r // no copy of each message's role
+		return true
+	}
 	s, err := jsonstr.Decode(w.b[start:w.i])
 	*dst = s
 	return err == nil
+}
+
+// commonRole returns content, a JSON string's raw content, as a constant
+// when it is one of the common message roles (which hold no escapes).
+func commonRole(content []byte) (string, bool) {
+	switch string(content) {
+	case "system":
+		return "system", true
+	case "user":
+		return "user", true
+	case "assistant":
+		return "assistant", true
+	case "tool":
+		return "tool", true
+	}
+	return "", false
 }
 
 // bool reads true, false or null (which leaves *dst as it is).
