@@ -159,11 +159,6 @@ type sender struct {
 	late     atomic.Int64          // requests handed out saturatedLag or more after their due time
 	active   atomic.Int64          // requests in flight now
 	lastDone atomic.Int64          // mono ns when a sender last finished a request; 0 = none yet
-	// poolWaitEnd is mono ns when the dispatcher last stopped waiting for
-	// room in a queue full of jobs waiting for pooled connections: a job
-	// due before then was held by the target's connections (as held in the
-	// pool), not by a late dispatcher, so it does not count as late.
-	poolWaitEnd atomic.Int64
 
 	mu      sync.Mutex // guards idle, queue, workers
 	idle    []*worker  // idle senders, the most recently idle last
@@ -258,7 +253,7 @@ func (s *sender) dispatchReserved(j *job) error {
 		s.c.tryWrite(connKey(j.it.x), j.p, &j.fl)
 	}
 	late := time.Duration(mono()-j.due) > saturatedLag // from the due time: a session turn is late by design, not by saturation
-	if late && !heldBack && j.due > s.poolWaitEnd.Load() {
+	if late && !heldBack {
 		s.late.Add(1)
 	}
 	turningOver := mono()-s.lastDone.Load() < int64(saturatedLag)
@@ -294,9 +289,6 @@ func (s *sender) dispatchReserved(j *job) error {
 			return nil
 		}
 		s.taken.Wait() // every sender is busy and the queue is full: a sender finishing frees a place
-		if poolBound {
-			s.poolWaitEnd.Store(mono())
-		}
 		poolBound = s.poolBoundLocked()
 	}
 }
