@@ -15,16 +15,7 @@
 set -eu
 old=${1:-8b2ef75}
 gogc=${GOGC:-off}
-root=$(git rev-parse --show-toplevel)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/old"
-git -C "$root" archive "$old" | tar -x -C "$tmp/old"
-for pkg in recorder/proxy redact sse; do
-	name=$(echo "$pkg" | tr / _)
-	(cd "$tmp/old" && CGO_ENABLED=0 go test -c -o "$tmp/old-$name.test" "./$pkg/")
-	(cd "$root" && CGO_ENABLED=0 go test -c -o "$tmp/new-$name.test" "./$pkg/")
-done
+. "$(dirname "$0")/build-old-new.sh"
 # ir VERSION PKG BENCH N: instructions of one run of BENCH for N iterations
 ir() {
 	dir="$root/$2"; [ "$1" = old ] && dir="$tmp/old/$2"

@@ -14,16 +14,7 @@
 set -eu
 old=${1:-b3a7386}
 rounds=${2:-5}
-root=$(git rev-parse --show-toplevel)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/old"
-git -C "$root" archive "$old" | tar -x -C "$tmp/old"
-for pkg in recorder/proxy redact sse; do
-	name=$(echo "$pkg" | tr / _)
-	(cd "$tmp/old" && CGO_ENABLED=0 go test -c -o "$tmp/old-$name.test" "./$pkg/")
-	(cd "$root" && CGO_ENABLED=0 go test -c -o "$tmp/new-$name.test" "./$pkg/")
-done
+. "$(dirname "$0")/build-old-new.sh"
 echo "# $(uptime)"
 # run VERSION PKG BENCH N: one benchmark line
 run() {
