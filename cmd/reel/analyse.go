@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -59,8 +60,8 @@ func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.Rea
 		return analysis.Options{}, formats.ReaderOptions{}, fmt.Errorf("--window-quantile must be in (0, 1], got %g", f.windowQuantile)
 	}
 	ro := formats.ReaderOptions{SkipBad: f.skipBad, Warn: func(err error) { fmt.Fprintf(stderr, "warning: %v\n", err) },
-		ReuseSlices: true, // the analysis keeps nothing of a record it has added
-		ReadAhead:   true} // decoding on the second core while the first analyses
+		ReuseSlices: true,                      // the analysis keeps nothing of a record it has added
+		ReadAhead:   runtime.GOMAXPROCS(0) > 1} // decoding on a second core while the first analyses, where there is one
 	var err error
 	if ro.From, err = f.from.resolve("--from", time.Now(), "now"); err != nil {
 		return analysis.Options{}, formats.ReaderOptions{}, err
@@ -150,11 +151,12 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	if fs.NArg() == 0 {
 		return nil, &usageError{msg: c.noPaths, hint: c.hint}
 	}
+	defaultGCPercent(analysis.GCPercent)
+	defaultMaxProcs(analysis.Procs)
 	opt, ro, err := af.options(stderr)
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}
 	}
-	defaultGCPercent(analysis.GCPercent)
 	runs, err := replayer.ListRuns(fs.Args())
 	if err != nil {
 		return nil, err
@@ -175,6 +177,13 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 func defaultGCPercent(percent int) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(percent)
+	}
+}
+
+// defaultMaxProcs sets GOMAXPROCS to n, unless the user set $GOMAXPROCS.
+func defaultMaxProcs(n int) {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(n)
 	}
 }
 
