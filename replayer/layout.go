@@ -44,6 +44,33 @@ const (
 	MetaIncludeUsage = "include_usage" // streams asked for usage
 )
 
+// ResultRowGroupRows and ResultPageBytes shape a result file: row groups
+// of 65,536 rows (about 5 MB of Parquet) and page buffers of 256 KiB.
+// parquet-go gives every column of a file's first row group a buffer of the
+// full page size, and a narrow column's page holds a whole row group, so at
+// formats' default 1 MiB pages the writer held 36 MB of column buffers for
+// each new file and about 20 MB for each later row group; at 256 KiB it
+// holds 9 MB either way, and the files are 0.4 % larger. Smaller row groups
+// would hold less again but cost DuckDB more to scan (16,384 rows: 1.4×
+// its CPU at two threads). The sizes change how rows are cut into pages,
+// never their values (docs/performance.md, #22 session 8).
+const (
+	ResultRowGroupRows = 65536
+	ResultPageBytes    = 256 << 10
+)
+
+// ResultWriterOptions are the options of the writer of a run's results at
+// speed into dir: the shard's writer name, the run's metadata (ResultMeta)
+// and the result file shape above. reel replay writes through them.
+func ResultWriterOptions(dir string, o Options, speed float64, dataset []string) formats.WriterOptions {
+	return formats.WriterOptions{
+		Dir: dir, Recorder: WriterName(o.Selection.Shard), Source: "replay:" + o.RunID,
+		Meta:         ResultMeta(o, speed, dataset),
+		RowGroupRows: ResultRowGroupRows,
+		PageBytes:    ResultPageBytes,
+	}
+}
+
 // ResultMeta is the metadata every result file of a run at speed carries:
 // the run id and the parameters that decide what was measured, so that
 // reel report can tell runs apart and reel compare can flag two runs that

@@ -257,17 +257,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tallies := map[float64]*replayer.TallySink{}
 	newSink := func(speed float64) (replayer.Sink, error) {
 		dir, metricsDir := replayer.ResultDirs(f.out, speed, len(speeds) > 1)
-		name := replayer.WriterName(opts.Selection.Shard)
-		w, err := formats.NewWriter[formats.Result](ctx, formats.WriterOptions{
-			Dir: dir, Recorder: name, Source: "replay:" + plan.RunID(),
-			Meta: replayer.ResultMeta(opts, speed, paths),
-		})
+		wopts := replayer.ResultWriterOptions(dir, opts, speed, paths)
+		w, err := formats.NewWriter[formats.Result](ctx, wopts)
 		if err != nil {
 			return nil, err
 		}
 		tally := &replayer.TallySink{Sink: w}
 		tallies[speed] = tally
-		return f.scrape.withScrape(ctx, tally, metricsDir, name, stderr)
+		return f.scrape.withScrape(ctx, tally, metricsDir, wopts.Recorder, stderr)
 	}
 	measured := func(rep *replayer.Report) error {
 		if rep == nil || rep.Summary == nil {
