@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -44,14 +43,7 @@ func TestPipedMatchesSerial(t *testing.T) {
 				if err != nil || n == 0 {
 					t.Fatalf("%s: %d rows, %v", name, n, err)
 				}
-				out, err := json.Marshal(struct {
-					S  *Summary
-					St *Stats
-				}{a.Summary(), a.Stats()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return string(out)
+				return outputJSON(t, a)
 			}
 			if got, want := analyse(true), analyse(false); got != want {
 				t.Errorf("%s, %s: piped summary differs from one goroutine's\n got  %.600s\n want %.600s", name, dir, got, want)
