@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"math"
 	"sort"
 	"time"
 
@@ -126,27 +125,14 @@ type Analyzer struct {
 	byRoute, byModel, byClass groupSet // by dict id
 	byBucket                  groupSet // by prompt bucket (LengthBuckets, then unknown)
 
-	// ITL gaps, µs: per event (itl) and per token (itlToken) agree for
-	// streams whose every event carries one token, so those gaps are
-	// counted once (itlEven) and only other streams' gaps twice, as events
-	// (itlSpread) and shared among their tokens (itlSpreadToken). itl() and
-	// itlToken() put them together.
-	itlEven, itlSpread, itlSpreadToken countDist
+	tl timeline // what depends on the requests' order in time alone
 
 	excluded   int64
 	filtered   int64
 	firstOrig  int64
 	seenFirst  bool
-	minStart   int64 // earliest t_sched
-	maxEnd     int64 // latest request end
-	sumE2E     float64
-	inflight   inFlight
-	peakFlight int
-	tokensSec  secondSums // second since epoch → output tokens
 	recordings int64
 	replays    int64
-
-	prefix prefixCounter
 
 	sessions *SessionCounter // nil unless Options.Sessions
 }
@@ -323,14 +309,12 @@ var charted = map[int]string{colE2E: "e2e", colTTFT: "ttft", colTPOT: "tpot"}
 func New(opt Options) *Analyzer {
 	opt = opt.withDefaults()
 	a := &Analyzer{
-		opt:       opt,
-		frameIdx:  map[int64]int32{},
-		tokensSec: secondSums{m: map[int64]float64{}},
-		routes:    newDict(opt.MaxGroups),
-		models:    newDict(opt.MaxGroups),
-		classes:   newDict(64),
-		minStart:  math.MaxInt64,
-		maxEnd:    math.MinInt64,
+		opt:      opt,
+		frameIdx: map[int64]int32{},
+		tl:       newTimeline(opt.MaxPrefixBlocks),
+		routes:   newDict(opt.MaxGroups),
+		models:   newDict(opt.MaxGroups),
+		classes:  newDict(64),
 	}
 	a.budget.limit = int64(max(opt.ExactValues, 0))
 	for _, c := range []int{colE2E, colE2ESched, colTTFT, colTPOT, colLag} {
@@ -345,7 +329,6 @@ func New(opt Options) *Analyzer {
 	for c := range charted {
 		a.hist[c] = make([]int64, len(histEdges)-1)
 	}
-	a.prefix.max = opt.MaxPrefixBlocks
 	if opt.Sessions != SessionsOff {
 		a.sessions = NewSessionCounter(opt.Sessions, opt.SessionLimits)
 	}
@@ -360,24 +343,47 @@ func (a *Analyzer) Options() Options { return a.opt }
 
 // AddResult adds one replay result row. The row is not retained.
 func (a *Analyzer) AddResult(r *formats.Result) {
-	a.replays++
 	var o observation // on the stack, filled in place: copying it per row costs more than its work
-	o.fromResult(r)
+	a.resultRow(&o, r)
 	a.add(&o)
+}
+
+// resultRow counts a replay result row and maps it into o.
+func (a *Analyzer) resultRow(o *observation, r *formats.Result) {
+	a.replays++
+	o.fromResult(r)
 }
 
 // AddExchange adds one recorded exchange. The row is not retained.
 func (a *Analyzer) AddExchange(x *formats.Exchange) {
+	var o observation
+	a.exchangeRow(&o, x)
+	a.add(&o)
+}
+
+// exchangeRow counts a recorded exchange, groups it into its session when
+// the Analyzer does, and maps it into o.
+func (a *Analyzer) exchangeRow(o *observation, x *formats.Exchange) {
 	a.recordings++
 	if a.sessions != nil {
 		a.sessions.Add(x)
 	}
-	var o observation
 	o.fromExchange(x)
-	a.add(&o)
 }
 
+// add adds one row's observation: to the metrics and to the timeline,
+// unless ExcludeFirst or the Filter leaves it out.
 func (a *Analyzer) add(o *observation) {
+	if a.admit(o) {
+		a.addMetrics(o)
+		t := o.timed()
+		a.tl.add(&t, o.itlUs, o.prefix)
+	}
+}
+
+// admit reports whether o counts, counting it as excluded or filtered when
+// it does not. The first row admitted fixes the frames' origin.
+func (a *Analyzer) admit(o *observation) bool {
 	if !a.seenFirst {
 		a.seenFirst, a.firstOrig = true, o.orig
 	}
@@ -388,7 +394,7 @@ func (a *Analyzer) add(o *observation) {
 		}
 		if since < int64(a.opt.ExcludeFirst) {
 			a.excluded++
-			return
+			return false
 		}
 	}
 	if !a.originSet {
@@ -399,8 +405,14 @@ func (a *Analyzer) add(o *observation) {
 	}
 	if !a.opt.Filter.keeps(o) {
 		a.filtered++
-		return
+		return false
 	}
+	return true
+}
+
+// addMetrics adds an admitted o to all but the timeline: the counts, the
+// distributions of the run, its frame and its groups, and the arrivals.
+func (a *Analyzer) addMetrics(o *observation) {
 	b := &a.budget
 	ok := isOK(o.class)
 	meets := ok && a.meets(o)
@@ -452,11 +464,6 @@ func (a *Analyzer) add(o *observation) {
 	a.byModel.add(model, b, o, ok, &lat, &a.lat, &grown)
 	a.byClass.add(class, b, o, ok, &lat, &a.lat, &grown)
 	a.byBucket.add(bucket, b, o, ok, &lat, &a.lat, &grown)
-
-	a.addTiming(o, ok)
-	if len(o.prefix) > 0 {
-		a.prefix.add(o.prefix)
-	}
 }
 
 // latOf returns column c of lat (the run's or a frame's distributions).
@@ -497,155 +504,6 @@ func (a *Analyzer) bucketOf(p int32) int {
 		return len(bounds)
 	}
 	return sort.Search(len(bounds), func(j int) bool { return p < bounds[j] })
-}
-
-// addTiming updates duration, concurrency, ITL and token-rate state.
-func (a *Analyzer) addTiming(o *observation, ok bool) {
-	a.minStart = min(a.minStart, o.sched)
-	end := o.send
-	if e := o.lat[colE2E]; e > 0 {
-		end = o.send + e
-		a.sumE2E += float64(e)
-	} else if t := o.lat[colTTFB]; t > 0 {
-		end = o.send + t
-	}
-	a.maxEnd = max(a.maxEnd, end)
-
-	a.inflight.end(o.send)
-	a.inflight.start(end)
-	a.peakFlight = max(a.peakFlight, a.inflight.len())
-
-	if !ok {
-		return
-	}
-	// Per-token ITL: when usage reports more tokens than there are token
-	// events, each gap is shared evenly by the tokens of its event.
-	if n := len(o.itlUs); n > 0 && o.outTokens > int32(n+1) {
-		perEvent := float64(o.outTokens) / float64(n+1)
-		k := int64(math.Round(perEvent))
-		for _, g := range o.itlUs {
-			if g >= 0 {
-				a.itlSpread.add(int64(g), 1)
-				a.itlSpreadToken.add(int64(math.Round(float64(g)/perEvent)), k)
-			}
-		}
-	} else {
-		a.itlEven.addEach(o.itlUs)
-	}
-	// Output tokens over time: spread evenly over the token events when
-	// their times are known, else all at the end.
-	if o.outTokens <= 0 {
-		return
-	}
-	ttft := o.lat[colTTFT]
-	if ttft <= 0 {
-		a.tokensSec.add(floorDiv(end, int64(time.Second)), float64(o.outTokens))
-		return
-	}
-	a.tokensSec.addEvents(o.send+ttft, o.itlUs, float64(o.outTokens)/float64(len(o.itlUs)+1))
-}
-
-// itl is the distribution of the gaps between token events, µs.
-func (a *Analyzer) itl() *countDist { return sumCounts(&a.itlEven, &a.itlSpread) }
-
-// itlToken is the distribution of the gaps between tokens, µs: an event's
-// gap shared evenly by its tokens.
-func (a *Analyzer) itlToken() *countDist { return sumCounts(&a.itlEven, &a.itlSpreadToken) }
-
-// secondSums sums values per second with the sums of the latest seconds
-// held in a small ring outside the map: a stream's token events fall in
-// the few seconds after its start, and starts come in time order, so most
-// additions skip the map. A second lives in one place at a time (its ring
-// slot or the map), so each second receives the same additions in the
-// same order as a plain map would.
-type secondSums struct {
-	m      map[int64]float64
-	recent [secondRing]heldSecond // by sec mod secondRing
-	// fractional: a value added was not a whole number, so sums depend on
-	// the order of additions (addEvents adds one by one from then on).
-	fractional bool
-}
-
-// secondRing is how many seconds secondSums holds outside its map: more
-// than a stream usually spans, few enough to stay in a cache line or two.
-const secondRing = 16
-
-// heldSecond is one second's sum while it is in secondSums' ring.
-type heldSecond struct {
-	sec  int64
-	sum  float64
-	held bool
-}
-
-func (s *secondSums) add(sec int64, v float64) {
-	s.fractional = s.fractional || v != math.Trunc(v)
-	if h := &s.recent[uint64(sec)%secondRing]; h.held && h.sec == sec {
-		h.sum += v
-		return
-	}
-	s.hold(sec, v)
-}
-
-// hold puts second sec in its ring slot, with v added to what the map
-// held for it, moving the slot's second to the map (apart from add, so
-// that add is inlined into the per-event loop).
-func (s *secondSums) hold(sec int64, v float64) {
-	h := &s.recent[uint64(sec)%secondRing]
-	if h.held {
-		s.m[h.sec] = h.sum
-	}
-	*h = heldSecond{sec: sec, sum: s.m[sec] + v, held: true}
-}
-
-// addEvents adds per to the second of each of a stream's token events:
-// the first at t (ns since the epoch), each later one gaps[i] µs after the
-// one before. While every value added is a whole number (one token an
-// event, the common case) every sum is exact, so a second's events are
-// counted and added in one step, which gives the sums event by event
-// additions would.
-func (s *secondSums) addEvents(t int64, gaps []int32, per float64) {
-	const second = int64(time.Second)
-	sec := floorDiv(t, second)
-	if s.fractional || per != math.Trunc(per) {
-		s.add(sec, per)
-		for _, g := range gaps {
-			t += int64(g) * 1000
-			if t < sec*second || t >= (sec+1)*second { // most events stay in the second
-				sec = floorDiv(t, second)
-			}
-			s.add(sec, per)
-		}
-		return
-	}
-	for {
-		lo := sec * second
-		n := 0 // gaps whose events stay in sec
-		for ; n < len(gaps); n++ {
-			next := t + int64(gaps[n])*1000
-			if uint64(next-lo) >= uint64(second) { // not lo ≤ next < lo+1s
-				break
-			}
-			t = next
-		}
-		s.add(sec, float64(n+1)*per)
-		if n == len(gaps) {
-			return
-		}
-		t += int64(gaps[n]) * 1000
-		gaps = gaps[n+1:]
-		sec = floorDiv(t, second)
-	}
-}
-
-// all returns the sums by second.
-func (s *secondSums) all() map[int64]float64 {
-	for i := range s.recent {
-		if h := &s.recent[i]; h.held {
-			s.m[h.sec] = h.sum
-			h.held = false
-		}
-	}
-	return s.m
 }
 
 // meets reports whether an OK observation meets every SLO bound it has.

@@ -54,14 +54,7 @@ func TestExchangeColumnsCoverAnalysis(t *testing.T) {
 		if _, err := a.AddDataset(context.Background(), []string{dir}, formats.ReaderOptions{Columns: columns, RowPath: rowPath}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := json.Marshal(struct {
-			S  *Summary
-			St *Stats
-		}{a.Summary(), a.Stats()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
+		return outputJSON(t, a)
 	}
 	for _, mode := range []SessionMode{SessionsInferred, SessionsRecorded} {
 		sessions := func(rowPath bool) string {
@@ -90,4 +83,18 @@ func TestExchangeColumnsCoverAnalysis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outputJSON is a's Summary and Stats as JSON: what tests compare byte for
+// byte between two ways of reading the same rows.
+func outputJSON(t testing.TB, a *Analyzer) string {
+	t.Helper()
+	out, err := json.Marshal(struct {
+		S  *Summary
+		St *Stats
+	}{a.Summary(), a.Stats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -196,7 +196,7 @@ func Compare(a, b *Analyzer, opt CompareOptions) *Comparison {
 	}{
 		{"e2e", colE2E, nil}, {"e2e_sched", colE2ESched, nil}, {"ttfb", colTTFB, nil}, {"ttft", colTTFT, nil},
 		{"ttst", colTTST, nil}, {"tpot", colTPOT, nil}, {"lag", colLag, nil}, {"session_delay", colSessionDelay, nil},
-		{"itl", -1, func(x *Analyzer) *countDist { return x.itl() }},
+		{"itl", -1, func(x *Analyzer) *countDist { return x.tl.itl() }},
 	}
 	for _, m := range latency {
 		var sa, sb sortedSample

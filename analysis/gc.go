@@ -8,10 +8,10 @@ package analysis
 // for a few per cent more CPU (docs/performance.md, #22).
 const GCPercent = 50
 
-// Procs is the GOMAXPROCS an analysis process runs with (reel stats and
-// reel report set it unless $GOMAXPROCS is set). The analysis runs on one
-// goroutine: given more Ps, the runtime fills the idle ones with idle-time
-// mark workers and spinning threads, CPU that buys no wall time. Over 10M
-// exchanges on two cores that was 8.9 s of CPU against 6.9 s on one, in the
-// same 7 s (docs/performance.md, #22).
-const Procs = 1
+// Procs caps the GOMAXPROCS an analysis process runs with (reel stats and
+// reel report cap it unless $GOMAXPROCS is set): the analysis keeps two
+// goroutines busy, the metrics and the timeline (AddDataset), with the
+// reader's decoding and stats' sessions pass beside them. Given more Ps,
+// the runtime fills the idle ones with idle-time mark workers and spinning
+// threads, CPU that buys no wall time (docs/performance.md, #22).
+const Procs = 2

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -49,8 +50,14 @@ func DatasetKind(paths []string) (string, error) {
 // (shards of one run merge into one set), and returns how many rows it read.
 // It stops early when ctx is cancelled. A recording is read without the
 // columns the analysis never uses (bodies, headers) unless opt.Columns
-// says otherwise, in one pass for the metrics and Options.Sessions.
+// says otherwise, in one pass for the metrics and Options.Sessions. With
+// more than one P (GOMAXPROCS) the timeline is added on a goroutine of its
+// own beside the rest (timelinePipe); the Summary is the same either way.
 func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.ReaderOptions) (int64, error) {
+	return a.addDataset(ctx, paths, opt, runtime.GOMAXPROCS(0) > 1)
+}
+
+func (a *Analyzer) addDataset(ctx context.Context, paths []string, opt formats.ReaderOptions, piped bool) (int64, error) {
 	kind, err := DatasetKind(paths)
 	if err != nil {
 		return 0, err
@@ -62,9 +69,32 @@ func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.R
 				opt.Columns = union(exchangeColumns, SessionColumns())
 			}
 		}
-		return addAll(ctx, paths, opt, a.AddExchange)
+		return addRows(ctx, a, paths, opt, piped, a.exchangeRow)
 	}
-	return addAll(ctx, paths, opt, a.AddResult)
+	return addRows(ctx, a, paths, opt, piped, a.resultRow)
+}
+
+// addRows adds every row of paths to a, each mapped into an observation by
+// row; piped, the timeline's part of each runs on a second goroutine.
+func addRows[T formats.Record](ctx context.Context, a *Analyzer, paths []string, opt formats.ReaderOptions, piped bool, row func(*observation, *T)) (int64, error) {
+	// One observation for every row, row setting each of its fields:
+	// given to row, a function value, one a row would escape to the heap.
+	o := new(observation)
+	if !piped {
+		return addAll(ctx, paths, opt, func(rec *T) {
+			row(o, rec)
+			a.add(o)
+		})
+	}
+	p := startTimelinePipe(&a.tl)
+	defer p.close()
+	return addAll(ctx, paths, opt, func(rec *T) {
+		row(o, rec)
+		if a.admit(o) {
+			a.addMetrics(o)
+			p.add(o)
+		}
+	})
 }
 
 func addAll[T formats.Record](ctx context.Context, paths []string, opt formats.ReaderOptions, add func(*T)) (int64, error) {

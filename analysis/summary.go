@@ -167,9 +167,9 @@ func (a *Analyzer) Summary() *Summary {
 		s.Histograms = map[string]Histogram{}
 		return s
 	}
-	s.Start = time.Unix(0, a.minStart).UTC()
-	s.End = time.Unix(0, a.maxEnd).UTC()
-	s.Duration = time.Duration(max(a.maxEnd-a.minStart, 0))
+	s.Start = time.Unix(0, a.tl.minStart).UTC()
+	s.End = time.Unix(0, a.tl.maxEnd).UTC()
+	s.Duration = time.Duration(max(a.tl.maxEnd-a.tl.minStart, 0))
 	secs := s.Duration.Seconds()
 	rate := func(x float64) float64 {
 		if secs <= 0 {
@@ -195,20 +195,20 @@ func (a *Analyzer) Summary() *Summary {
 	}
 	s.E2E, s.E2ESched, s.TTFB = a.lat[colE2E].quantiles(), a.latOf(&a.lat, colE2ESched).quantiles(), a.lat[colTTFB].quantiles()
 	s.TTFT, s.TTST, s.TPOT, s.Lag = a.lat[colTTFT].quantiles(), a.lat[colTTST].quantiles(), a.lat[colTPOT].quantiles(), a.lat[colLag].quantiles()
-	itl := a.itl()
-	s.ITL, s.ITLToken = itl.quantiles(), a.itlToken().quantiles()
+	itl := a.tl.itl()
+	s.ITL, s.ITLToken = itl.quantiles(), a.tl.itlToken().quantiles()
 	s.SessionDelay = a.lat[colSessionDelay].quantiles()
 	s.Histograms["itl"] = histogramOfDist(itl)
 
 	s.RequestRate = rate(float64(n))
 	s.Throughput = rate(float64(s.OK))
 	s.OutputTokenRate = rate(float64(s.OutputTokens))
-	for _, v := range a.tokensSec.all() {
+	for _, v := range a.tl.tokensSec.all() {
 		s.PeakOutputTokenRate = max(s.PeakOutputTokenRate, v)
 	}
 	s.PeakOutputTokenRate = math.Round(s.PeakOutputTokenRate*1000) / 1000
-	s.Concurrency = rate(a.sumE2E / 1e9)
-	s.PeakInFlight = a.peakFlight
+	s.Concurrency = rate(a.tl.sumE2E / 1e9)
+	s.PeakInFlight = a.tl.peakFlight
 
 	if !a.opt.SLO.IsZero() {
 		s.MeetingSLO = t.meets
@@ -247,7 +247,7 @@ func (a *Analyzer) Summary() *Summary {
 		}
 	}
 
-	p := a.prefix
+	p := a.tl.prefix
 	s.Prefix = PrefixSharing{Requests: p.requests, Blocks: p.blocks, Reused: p.reuse, Capped: p.capped}
 	if p.blocks > 0 {
 		s.Prefix.Ratio = float64(p.reuse) / float64(p.blocks)

@@ -50,6 +50,10 @@ type fileWriter[T Record] struct {
 	order    []int32      // scratch: buf's indices in time order
 	shredded int          // rows of the current row group in the column writers
 	mark     int64        // time key of the newest row shredded into the current row group
+	// pwSize is pw.Size() as of the last shred or flush, the only calls
+	// that change it; full reads it for every record, and pw.Size walks
+	// every column.
+	pwSize int64
 
 	groupBytes int64 // estimated uncompressed bytes of the current row group (shredded and in buf)
 	bufBytes   int64 // of them, in buf
@@ -92,6 +96,7 @@ func newFileWriter[T Record](final, temp string, ordinal uint32, hour int64, now
 		final: final, temp: temp, ordinal: ordinal, hour: hour, opened: now,
 		f:             f,
 		pw:            pw,
+		pwSize:        pw.Size(),
 		shred:         newShredder(pw.ColumnWriters()),
 		rowGroupRows:  cfg.rowGroupRows,
 		rowGroupBytes: cfg.rowGroupBytes,
@@ -158,7 +163,7 @@ func (fw *fileWriter[T]) add(rec *T) error {
 // (1 before the writer has written anything, so early files err on the small
 // side).
 func (fw *fileWriter[T]) full() bool {
-	return fw.pw.Size()+int64(float64(fw.bufBytes+fw.lateBytes)*fw.ratio) >= fw.rotateSize
+	return fw.pwSize+int64(float64(fw.bufBytes+fw.lateBytes)*fw.ratio) >= fw.rotateSize
 }
 
 // shredOldest shreds buf's n oldest rows into the current row group and
@@ -176,6 +181,7 @@ func (fw *fileWriter[T]) shredOldest(n int) error {
 	}
 	fw.mark = fw.keys[at(n-1)]
 	fw.shredded += n
+	fw.pwSize = fw.pw.Size()
 	for i := range n {
 		fw.bufBytes -= sizeEstimate(fw.buf.at(at(i)))
 	}
@@ -205,6 +211,7 @@ func (fw *fileWriter[T]) flushRowGroup() error {
 		fw.ratio = min(1, float64(fw.pw.Size())/float64(fw.flushed))
 		fw.groups++
 	}
+	fw.pwSize = fw.pw.Size()
 	fw.buf, fw.late = fw.late, fw.buf
 	fw.shredded, fw.mark = 0, 0
 	fw.bufBytes, fw.groupBytes, fw.lateBytes = fw.lateBytes, fw.lateBytes, 0

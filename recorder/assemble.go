@@ -86,6 +86,9 @@ type Assembler struct {
 	// length (an event stream, a chunked answer) kept whole: the next such
 	// body starts with about that much room (growFrom).
 	lastUnsized atomic.Int64
+	// lastPieces is how many event-stream pieces the latest Recording to
+	// finish deferred: the next one's room for them (pendingFrom).
+	lastPieces atomic.Int64
 }
 
 // NewAssembler returns an Assembler for cfg.
@@ -173,12 +176,13 @@ type Recording struct {
 	// (growFrom); 0 when a Content-Length sized it.
 	respGrow int
 	timeline sse.Timeline
-	// pend is the tail of RespBody not yet scanned, which arrived at pendAt
-	// (see ResponseBody); empty when nothing waits.
-	pendFrom, pendTo int
-	pendAt           time.Time
-	err              error
-	finished         bool
+	// pending are the pieces of RespBody not yet scanned, in order, from
+	// RespBody[scanned:] on (see ResponseBody).
+	pending  []piece
+	scanned  int
+	pieces   int // pieces deferred so far
+	err      error
+	finished bool
 }
 
 // Seq reports the exchange's sequence number.
@@ -239,31 +243,52 @@ func (r *Recording) SetResponse(at time.Time, status int, header http.Header) {
 
 // ResponseBody records the next piece of the response body, which arrived
 // at at. It copies p and returns; event-stream bodies are scanned with each
-// piece's arrival time, but a piece that fit under the body cap is scanned
-// later — at the next ResponseBody, ScanPending or Finish — so that a proxy
-// can forward the bytes first and scan them afterwards.
+// piece's arrival time, but pieces that fit under the body cap are scanned
+// later — together, at Finish or ScanPending, or maxPending at a time — so
+// that a proxy forwards the bytes without waiting for the scan, and the
+// scan runs over a whole stream with its state in the caches rather than a
+// piece at a time between other streams' pieces.
 func (r *Recording) ResponseBody(at time.Time, p []byte) {
 	if len(p) == 0 {
 		return
 	}
 	r.mu.Lock()
-	r.scanPending()
 	from := len(r.x.RespBody)
 	r.x.RespBody, _ = appendCapped(r.x.RespBody, p, r.a.cfg.MaxBody, false, r.respGrow)
 	r.x.RespBodyBytes += int64(len(p))
 	r.lastByte = at
 	if r.scanner != nil {
-		if len(r.x.RespBody)-from == len(p) {
-			r.pendFrom, r.pendTo, r.pendAt = from, len(r.x.RespBody), at
-		} else {
+		switch {
+		case len(r.x.RespBody)-from != len(p):
+			r.scanPending()
 			r.scanner.Feed(p, at, r.observe) // past the cap: the copy is not whole
+			r.scanned = len(r.x.RespBody)
+		case len(r.pending) == maxPending:
+			r.scanPending()
+			fallthrough
+		default:
+			if r.pending == nil {
+				r.pending = make([]piece, 0, r.a.pendingFrom())
+			}
+			r.pending = append(r.pending, piece{to: len(r.x.RespBody), at: at})
+			r.pieces++
 		}
 	}
 	r.mu.Unlock()
 }
 
-// ScanPending scans the event-stream bytes the last ResponseBody deferred,
-// if any. A proxy calls it once it has forwarded them.
+// piece is the end (in RespBody) and arrival time of a response piece
+// waiting to be scanned.
+type piece struct {
+	to int
+	at time.Time
+}
+
+// maxPending bounds the pieces a Recording keeps unscanned (32 bytes
+// each): a stream of more is scanned that many pieces at a time.
+const maxPending = 256
+
+// ScanPending scans the event-stream pieces ResponseBody deferred, if any.
 func (r *Recording) ScanPending() {
 	r.mu.Lock()
 	r.scanPending()
@@ -271,10 +296,11 @@ func (r *Recording) ScanPending() {
 }
 
 func (r *Recording) scanPending() {
-	if r.pendTo > r.pendFrom && r.scanner != nil {
-		r.scanner.Feed(r.x.RespBody[r.pendFrom:r.pendTo], r.pendAt, r.observe)
+	for _, pc := range r.pending {
+		r.scanner.Feed(r.x.RespBody[r.scanned:pc.to], pc.at, r.observe)
+		r.scanned = pc.to
 	}
-	r.pendFrom, r.pendTo = 0, 0
+	r.pending = r.pending[:0]
 }
 
 func (r *Recording) observe(ev *sse.Event) { r.timeline.Observe(ev) }
@@ -317,6 +343,7 @@ func (r *Recording) Finish(end time.Time, complete bool) *formats.Exchange {
 		r.a.lastUnsized.Store(int64(len(x.RespBody)))
 	}
 	if r.scanner != nil {
+		r.a.lastPieces.Store(int64(r.pieces))
 		r.scanPending()
 		r.scanner.Flush(last, r.observe)
 		tl := &r.timeline
@@ -504,6 +531,12 @@ const maxGrowFrom = 64 << 10
 func (a *Assembler) growFrom() int {
 	n := a.lastUnsized.Load()
 	return int(min(max(n+n/8, growStart), maxGrowFrom, max(a.cfg.MaxBody, 1)))
+}
+
+// pendingFrom is the first capacity of a Recording's deferred pieces: room
+// for as many as the latest stream had, within [8, maxPending].
+func (a *Assembler) pendingFrom() int {
+	return int(min(max(a.lastPieces.Load(), 8), maxPending))
 }
 
 // presize gives an empty body buffer the capacity the Content-Length in h

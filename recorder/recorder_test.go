@@ -283,3 +283,38 @@ func TestDeferredScan(t *testing.T) {
 		t.Fatalf("presized to %d and %d, want 40 and 64 (the cap)", c1, c2)
 	}
 }
+
+// TestDeferredScanManyPieces checks a stream of more pieces than a
+// Recording defers (maxPending): scanned a batch at a time, it gives the
+// same timing as the same pieces scanned on arrival (past the body cap).
+func TestDeferredScanManyPieces(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	run := func(maxBody int64) string {
+		a := NewAssembler(Config{MaxBody: maxBody})
+		r := a.Begin(t0, ConnInfo{})
+		r.SetRequest(Request{Method: "POST", Header: http.Header{}})
+		r.SetResponse(t0.Add(time.Millisecond), 200, http.Header{"Content-Type": {"text/event-stream"}})
+		n := 2*maxPending + 37
+		for i := range n {
+			// Every third event is split across two pieces.
+			ev := fmt.Sprintf("data: {\"choices\":[{\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
+			at := t0.Add(time.Duration(2+i) * time.Millisecond)
+			if i%3 == 0 {
+				r.ResponseBody(at, []byte(ev[:10]))
+				r.ResponseBody(at.Add(time.Microsecond*time.Duration(i%7)), []byte(ev[10:]))
+			} else {
+				r.ResponseBody(at, []byte(ev))
+			}
+		}
+		r.ResponseBody(t0.Add(time.Second), []byte("data: [DONE]\n\n"))
+		x := r.Finish(t0.Add(2*time.Second), true)
+		return fmt.Sprint(x.Events, time.Duration(x.TTFTNs), x.EventGapsUs, x.OutputTokens, x.DurationNs, x.Complete)
+	}
+	deferred, onArrival := run(0), run(16)
+	if deferred != onArrival {
+		t.Fatalf("deferred scan:\n%s\nscanned on arrival:\n%s", deferred, onArrival)
+	}
+	if !strings.HasPrefix(deferred, fmt.Sprint(2*maxPending+37+1, " ")) {
+		t.Fatalf("got %s, want %d events", deferred[:min(len(deferred), 40)], 2*maxPending+37+1)
+	}
+}

@@ -54,7 +54,8 @@ func (s *stuckSink) Close(context.Context) error   { return nil }
 func TestCloseNotHeldBySubmitWait(t *testing.T) {
 	sink := &stuckSink{release: make(chan struct{})}
 	defer close(sink.release)
-	p := newPipeline(sink, nil, PipelineOptions{Queue: 1, Workers: 1}, nil)
+	// No gathering: the worker must hold one item, not wait on the queue for more.
+	p := newPipeline(sink, nil, PipelineOptions{Queue: 1, Workers: 1, Gather: -1}, nil)
 	// Fill everything between Submit and the sink: the writer's Write, the
 	// written buffer, the worker and the queue. Give the goroutines time to
 	// take items (bounded: on a loaded machine some Submits may just drop).

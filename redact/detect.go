@@ -314,9 +314,8 @@ func (r *Redactor) detectError(s string) string {
 // server a client addressed and the backend the gateway used, never a
 // person's machine, so addresses stay (replay's recorded-host refusal
 // compares them with --target); everything else is replaced as usual.
-func (r *Redactor) detectServer(s string) string {
-	out, _ := r.detectDepth(s, nil, true, addrsKeep, 0)
-	return out
+func (r *Redactor) detectServer(s string) (string, bool) {
+	return r.detectDepth(s, nil, true, addrsKeep, 0)
 }
 
 // keeps reports whether the policy leaves address m in place.

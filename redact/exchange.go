@@ -76,8 +76,8 @@ func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded
 	// The model column is copied from the raw body ("ft:gpt-4o:" + anything):
 	// the same detectors give the same token as the body's own "model".
 	x.Model, _ = r.detect(x.Model)
-	x.Host = r.detectServer(x.Host)
-	x.Upstream = r.detectServer(CleanURL(x.Upstream))
+	x.Host, _ = r.servers.detect(x.Host, r.detectServer)
+	x.Upstream, _ = r.servers.detect(CleanURL(x.Upstream), r.detectServer)
 	x.Error = r.detectError(x.Error)
 	if x.Session != "" {
 		x.Session = r.pseudonym(x.Session)
@@ -128,7 +128,7 @@ func (r *Redactor) redactExchange(x *formats.Exchange, req *sse.Request, decoded
 // and finding and replacing an address costs more than the rest of the
 // columns together.
 func (r *Redactor) redactClient(s string) string {
-	v, _ := r.clients.detect(r, s)
+	v, _ := r.clients.detect(s, r.detect)
 	return v
 }
 
@@ -140,10 +140,11 @@ const maxMemo = 4096
 // that a full memo holds at most about maxMemo*maxMemoValue bytes.
 const maxMemoValue = 256
 
-// detectMemo remembers detect's answers for values that repeat from one
-// exchange to the next (a connection's client address, a client's
-// User-Agent, a content type). detect depends only on the value and the
-// key, so the memo changes nothing stored.
+// detectMemo remembers a detect function's answers for values that repeat
+// from one exchange to the next (a connection's client address, a client's
+// User-Agent, a content type, the gateway's host). Each memo serves one
+// function (detect, or detectServer), whose answer depends only on the
+// value and the key, so the memo changes nothing stored.
 type detectMemo struct {
 	mu sync.Mutex          // guards m
 	m  map[string]detected // value → what detect made of it
@@ -154,10 +155,11 @@ type detected struct {
 	changed bool
 }
 
-// detect is r.detect(s), remembered.
-func (m *detectMemo) detect(r *Redactor, s string) (string, bool) {
+// detect is detect(s), remembered; a memo is always called with the same
+// detect.
+func (m *detectMemo) detect(s string, detect func(string) (string, bool)) (string, bool) {
 	if len(s) > maxMemoValue {
-		return r.detect(s)
+		return detect(s)
 	}
 	m.mu.Lock()
 	d, ok := m.m[s]
@@ -165,7 +167,7 @@ func (m *detectMemo) detect(r *Redactor, s string) (string, bool) {
 	if ok {
 		return d.v, d.changed
 	}
-	d.v, d.changed = r.detect(s)
+	d.v, d.changed = detect(s)
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= maxMemo {
 		m.m = make(map[string]detected)
@@ -209,7 +211,7 @@ func (r *Redactor) RedactHeaders(h map[string]string) {
 			if !isMarker(v) {
 				h[k] = redactedMarker(v)
 			}
-		} else if nv, changed := r.headerValues.detect(r, v); changed {
+		} else if nv, changed := r.headerValues.detect(v, r.detect); changed {
 			h[k] = nv
 		}
 		if needsScan(k) {

@@ -82,6 +82,7 @@ type Redactor struct {
 
 	clients      detectMemo // client addresses (redactClient)
 	headerValues detectMemo // values of kept headers (RedactHeaders)
+	servers      detectMemo // host and upstream columns (detectServer)
 
 	// walkEveryEvent turns reframe off: the tests' reference output.
 	walkEveryEvent bool

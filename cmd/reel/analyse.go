@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,8 +81,36 @@ func (f *analysisFlags) options(stderr io.Writer) (analysis.Options, formats.Rea
 
 // analyse reads datasets into a new Analyzer.
 func analyse(ctx context.Context, paths []string, opt analysis.Options, ro formats.ReaderOptions) (*analysis.Analyzer, error) {
+	return analyseBeside(ctx, paths, opt, ro, nil)
+}
+
+// analyseBeside reads datasets into a new Analyzer while beside, unless
+// nil, makes a pass of its own over them on another goroutine. The first
+// error of either stops both.
+func analyseBeside(ctx context.Context, paths []string, opt analysis.Options, ro formats.ReaderOptions, beside func(context.Context) error) (*analysis.Analyzer, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	besideErr := make(chan error, 1)
+	if beside == nil {
+		besideErr <- nil
+	} else {
+		go func() {
+			err := beside(ctx)
+			if err != nil {
+				cancel()
+			}
+			besideErr <- err
+		}()
+	}
 	a := analysis.New(opt)
-	if _, err := a.AddDataset(ctx, paths, ro); err != nil {
+	_, err := a.AddDataset(ctx, paths, ro)
+	if err != nil {
+		cancel()
+	}
+	if berr := <-besideErr; berr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = berr // the pass that failed first, not the one it cancelled
+	}
+	if err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -119,6 +148,10 @@ type analysisCommand struct {
 	jsonHelp string // --json's help text
 	// flags registers the subcommand's own flags, if any.
 	flags func(fs *pflag.FlagSet)
+	// beside, if set, is a pass of the subcommand's own over the datasets
+	// that runs beside the analysis, on a core of its own where there is
+	// one (stats' sessions).
+	beside func(ctx context.Context, paths []string, ro formats.ReaderOptions) error
 }
 
 // analysisRun is a parsed analysisCommand, its datasets analysed.
@@ -164,7 +197,11 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 	if err := refuseMixedRuns(runs, strings.Join(fs.Args(), " ")); err != nil {
 		return nil, err
 	}
-	a, err := analyse(ctx, fs.Args(), opt, ro)
+	var beside func(context.Context) error
+	if c.beside != nil {
+		beside = func(ctx context.Context) error { return c.beside(ctx, fs.Args(), ro) }
+	}
+	a, err := analyseBeside(ctx, fs.Args(), opt, ro, beside)
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +217,10 @@ func defaultGCPercent(percent int) {
 	}
 }
 
-// defaultMaxProcs sets GOMAXPROCS to n, unless the user set $GOMAXPROCS.
+// defaultMaxProcs caps GOMAXPROCS at n, unless the user set $GOMAXPROCS.
 func defaultMaxProcs(n int) {
 	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(n)
+		runtime.GOMAXPROCS(min(n, runtime.GOMAXPROCS(0)))
 	}
 }
 

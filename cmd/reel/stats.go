@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reelkit/reel/analysis"
+	"github.com/reelkit/reel/formats"
 
 	"github.com/reelkit/reel/analysis/htmlreport"
 )
@@ -51,21 +52,30 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			registerSessions(fs, &sessions, "group requests into sessions: off, recorded (the session column) or infer (turns that carry an earlier answer)")
 		},
 	}
+	var sessionStats *analysis.SessionStats
+	// A second pass over the linker's columns alone, beside the metrics'
+	// pass: in it (Options.Sessions) the peak memory of a long recording
+	// was higher (docs/performance.md, #22).
+	statsCommand.beside = func(ctx context.Context, paths []string, ro formats.ReaderOptions) error {
+		if sessions.mode == analysis.SessionsOff {
+			return nil
+		}
+		if kind, err := analysis.DatasetKind(paths); err != nil || kind != analysis.KindExchange {
+			return nil // results carry no turn links; a dataset error is the analysis's to report
+		}
+		st, err := analysis.SessionStatsOf(ctx, paths, ro, sessions.mode, analysis.LinkerOptions{})
+		if err != nil {
+			return fmt.Errorf("sessions: %w", err)
+		}
+		sessionStats = st
+		return nil
+	}
 	r, err := statsCommand.run(ctx, args, stdout, stderr)
 	if r == nil || err != nil {
 		return err
 	}
 	st := r.a.Stats()
-	if sessions.mode != analysis.SessionsOff {
-		// A second pass over the linker's columns alone: cheaper in CPU in
-		// the metrics' pass (Options.Sessions), but with a higher peak
-		// memory on long recordings (docs/performance.md, #22).
-		if kind, err := analysis.DatasetKind(r.paths); err == nil && kind == analysis.KindExchange {
-			if st.Sessions, err = analysis.SessionStatsOf(ctx, r.paths, r.ro, sessions.mode, analysis.LinkerOptions{}); err != nil {
-				return fmt.Errorf("sessions: %w", err)
-			}
-		}
-	}
+	st.Sessions = sessionStats
 	attachSignals(ctx, r.paths, st.Summary, r.series, r.ro, stderr)
 	return r.emit(stdout, "stats", st, st.WriteText, func(w io.Writer, title string) error {
 		return htmlreport.WriteStats(w, title, st)

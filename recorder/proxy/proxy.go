@@ -3,9 +3,9 @@
 //
 // Bodies stream through: the request body is teed while the transport sends
 // it, and each piece of the response is copied into the recording with its
-// arrival time as it is read; the event-stream scanning of a piece happens
-// only after the piece has been written (and flushed) to the client, when
-// the proxy comes back for the next one. Event streams and responses of unknown
+// arrival time as it is read; the event-stream scanning of the pieces
+// happens after the handler has returned (recorder.Recording.ResponseBody).
+// Event streams and responses of unknown
 // length are flushed to the client at every read, as httputil.ReverseProxy
 // does. The proxy adds no header, passes X-Forwarded-* through as received,
 // cancels the upstream request when the client goes away, answers 502 (504
@@ -388,27 +388,20 @@ func (t *requestTee) Read(p []byte) (int, error) {
 }
 
 // responseTee records the response body, with arrival times, as the
-// ReverseProxy reads it to forward it. The ReverseProxy writes what one Read
-// returned before it calls Read again, so the scanning of the previous piece
-// is done then, off the forwarding path (the Recording scans a last piece in
-// Finish).
+// ReverseProxy reads it to forward it. The Recording defers the event-stream
+// scan of what it copies to Finish, which runs after the handler
+// (Recorder.SubmitLater), off the forwarding path.
 type responseTee struct {
 	io.ReadCloser
-	ex      *exchange
-	p       *Proxy
-	req     *http.Request // the upstream request, for the log
-	pending bool          // a piece was returned and may wait to be scanned
+	ex  *exchange
+	p   *Proxy
+	req *http.Request // the upstream request, for the log
 }
 
 func (t *responseTee) Read(p []byte) (int, error) {
-	if t.pending {
-		t.ex.rec.ScanPending()
-		t.pending = false
-	}
 	n, err := t.ReadCloser.Read(p)
 	if n > 0 {
 		t.ex.rec.ResponseBody(time.Now(), p[:n])
-		t.pending = true
 	}
 	switch {
 	case err == io.EOF:
