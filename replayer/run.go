@@ -91,6 +91,19 @@ type Options struct {
 // unbounded dialling collapsed the client at 20k req/s in bench/replay.
 const DefaultPoolConns = 1024
 
+// DefaultMemoryLimit is the soft Go memory limit reel replay runs under by
+// default (--memory-limit; $GOMEMLIMIT wins). At Go's GOGC of 100 the heap
+// grows to twice what was live at the last collection, so a run's peak is
+// twice its largest transient: a burst of late sends with every pooled
+// connection busy, or a row group about to be written. A long run meets
+// more of them than a short one, which made a 10M-exchange replay's max RSS
+// 1.15-1.23× a 100k one's. Under the limit the collector runs earlier
+// instead, only while the heap is near it: the replay's live heap is about
+// 50-60 MB, so collections come about as often as before (docs/performance.md,
+// #22 session 8). A run that holds more (large bodies, thousands of
+// connections) collects more often; raise the limit or set 0 for none.
+const DefaultMemoryLimit = 128 << 20
+
 // startLead is how long after Run starts the first request is due (without
 // --start-at).
 const startLead = 50 * time.Millisecond

@@ -217,6 +217,16 @@ func defaultGCPercent(percent int) {
 	}
 }
 
+// defaultMemoryLimit sets the soft Go memory limit to limit (> 0), unless
+// the user set $GOMEMLIMIT, and reports whether it did.
+func defaultMemoryLimit(limit int64) bool {
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return false
+	}
+	debug.SetMemoryLimit(limit)
+	return true
+}
+
 // defaultMaxProcs caps GOMAXPROCS at n, unless the user set $GOMAXPROCS.
 func defaultMaxProcs(n int) {
 	if os.Getenv("GOMAXPROCS") == "" {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -172,8 +171,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "--scrape samples live servers: use it with --upstream or --iface, not with an import", hint: "reel record --out DIR --upstream URL --scrape http://127.0.0.1:8000/metrics"}
 	}
 
-	if memLimit := f.memoryLimit; memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memLimit)
+	if defaultMemoryLimit(f.memoryLimit) {
 		defaultGCPercent(recorder.GCPercent)
 	}
 

@@ -104,6 +104,7 @@ type replayFlags struct {
 	appendRun                          bool
 	maxErrorRate                       float64
 	maxWait                            time.Duration
+	memoryLimit                        int64
 	scrape                             scrapeFlags // --scrape (scrape.go)
 	sessions                           sessionsValue
 	thinkTime                          string
@@ -158,6 +159,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&f.maxErrorRate, "max-error-rate", replayer.DefaultMaxErrorRate, "exit 3 (not a measurement) when more than this share of requests fails (1: never); a run where no request completed always exits 3")
 	f.scrape.register(fs, "the shadow's")
 	fs.IntVar(&f.workers, "workers", 0, "send through a fixed pool of this many senders (0: an elastic pool that delays a send only while the replayer itself is CPU-bound); for >10k req/s of short requests on a small machine")
+	fs.Var(newSizeValue(replayer.DefaultMemoryLimit, &f.memoryLimit), "memory-limit", "soft Go heap limit (ignored when $GOMEMLIMIT is set; 0: none)")
 	if helped, err := parseFlags(fs, args, "reel replay --help", stdout); helped || err != nil {
 		return err
 	}
@@ -209,6 +211,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if opts.RunID, err = replayer.CheckResultsDir(f.out, opts.RunID, explicitID, opts.Selection.Shard, f.appendRun); err != nil {
 		return &usageError{msg: err.Error(), hint: hint + "/" + opts.RunID}
 	}
+	defaultMemoryLimit(f.memoryLimit)
 	open := replayer.OpenDataset(paths, formats.ReaderOptions{SkipBad: f.skipBad,
 		Warn: func(err error) { fmt.Fprintf(stderr, "reel replay: warning: %v\n", err) }})
 	plan, err := replayer.NewPlan(ctx, open, opts)

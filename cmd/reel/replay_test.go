@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/reelkit/reel/formats"
+	"github.com/reelkit/reel/replayer"
 )
 
 // writeReplayDataset writes the first span of the Azure conversation trace
@@ -209,4 +212,33 @@ func TestReplayCommandErrors(t *testing.T) {
 			t.Errorf("summary does not name the causes:\n%s", stdout.String())
 		}
 	})
+}
+
+// TestReplayMemoryLimit: reel replay runs under replayer.DefaultMemoryLimit,
+// --memory-limit sets another (0: none), and $GOMEMLIMIT wins over both.
+func TestReplayMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	for _, tc := range []struct {
+		name, env string
+		flags     []string
+		want      int64
+	}{
+		{"default", "", nil, replayer.DefaultMemoryLimit},
+		{"flag", "", []string{"--memory-limit", "64MiB"}, 64 << 20},
+		{"none", "", []string{"--memory-limit", "0"}, math.MaxInt64},
+		{"GOMEMLIMIT wins", "1GiB", nil, math.MaxInt64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tc.env)
+			debug.SetMemoryLimit(math.MaxInt64) // what the runtime made of $GOMEMLIMIT, here
+			// An empty dataset: the run stops at reading it, after the limit is set.
+			args := append([]string{t.TempDir(), "--target", "http://127.0.0.1:9", "--out", t.TempDir(), "--quiet"}, tc.flags...)
+			if err := runReplay(context.Background(), args, io.Discard, io.Discard); !errors.Is(err, replayer.ErrEmptyWindow) {
+				t.Fatalf("replay of an empty dataset: %v, want %v", err, replayer.ErrEmptyWindow)
+			}
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("memory limit %d, want %d", got, tc.want)
+			}
+		})
+	}
 }
