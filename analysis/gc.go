@@ -9,9 +9,10 @@ package analysis
 const GCPercent = 50
 
 // Procs caps the GOMAXPROCS an analysis process runs with (reel stats and
-// reel report cap it unless $GOMAXPROCS is set): the analysis keeps two
-// goroutines busy, the metrics and the timeline (AddDataset), with the
-// reader's decoding and stats' sessions pass beside them. Given more Ps,
-// the runtime fills the idle ones with idle-time mark workers and spinning
-// threads, CPU that buys no wall time (docs/performance.md, #22).
-const Procs = 2
+// reel report cap it unless $GOMAXPROCS is set). With a second P the
+// analysis keeps it busy (AddDataset adds the timeline beside the other
+// metrics, the reader decodes ahead, stats groups sessions beside both):
+// on two cores that takes about a fifth less wall time for about a fifth
+// more CPU and a little more peak memory (docs/performance.md, #22
+// session 8). The default is the cheaper one; GOMAXPROCS=2 buys the time.
+const Procs = 1

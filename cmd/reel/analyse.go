@@ -86,8 +86,17 @@ func analyse(ctx context.Context, paths []string, opt analysis.Options, ro forma
 
 // analyseBeside reads datasets into a new Analyzer while beside, unless
 // nil, makes a pass of its own over them on another goroutine. The first
-// error of either stops both.
+// error of either stops both. On one P the two passes run one after the
+// other: side by side they would take as long, holding both readers'
+// buffers at once.
 func analyseBeside(ctx context.Context, paths []string, opt analysis.Options, ro formats.ReaderOptions, beside func(context.Context) error) (*analysis.Analyzer, error) {
+	if beside != nil && runtime.GOMAXPROCS(0) == 1 {
+		a, err := analyseBeside(ctx, paths, opt, ro, nil)
+		if err != nil {
+			return nil, err
+		}
+		return a, beside(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	besideErr := make(chan error, 1)

@@ -63,8 +63,17 @@ func TestAnalysisProcs(t *testing.T) {
 
 // TestAnalyseBeside: the pass beside the analysis runs to its end, and the
 // error of whichever pass failed first is the one returned, not the
-// cancellation it caused in the other.
+// cancellation it caused in the other; on one P and on two.
 func TestAnalyseBeside(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		t.Run(strconv.Itoa(procs)+"P", func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			testAnalyseBeside(t)
+		})
+	}
+}
+
+func testAnalyseBeside(t *testing.T) {
 	dir := t.TempDir()
 	analysistest.WriteDataset(t, dir, analysistest.WeeklyIncident(1))
 	ctx := context.Background()
