@@ -27,8 +27,9 @@ type obsBatch struct {
 type obsEnds struct{ gaps, hashes int32 }
 
 const (
-	pipeBatchRows = 1024 // rows per hand-over: a wake-up each, small beside their work
-	pipeBatches   = 4    // in flight at once, so that neither side waits on the other's stalls
+	pipeBatchRows   = 1024    // rows per hand-over: a wake-up each, small beside their work
+	pipeBatchValues = 1 << 18 // gaps and hashes per hand-over at most (about 1 MiB): rows of long streams fill a batch sooner
+	pipeBatches     = 4       // in flight at once, so that neither side waits on the other's stalls
 )
 
 func startTimelinePipe(tl *timeline) *timelinePipe {
@@ -54,7 +55,7 @@ func (p *timelinePipe) add(o *observation) {
 	b.hashes = append(b.hashes, o.prefix...)
 	b.ends = append(b.ends, obsEnds{int32(len(b.gaps)), int32(len(b.hashes))})
 	b.reqs = append(b.reqs, o.timed())
-	if len(b.reqs) == pipeBatchRows {
+	if len(b.reqs) == pipeBatchRows || len(b.gaps)+len(b.hashes) >= pipeBatchValues {
 		p.full <- b
 		p.cur = <-p.free
 	}
