@@ -9,12 +9,12 @@ import (
 	"github.com/reelkit/reel/formats"
 )
 
-// The timeline added on its own goroutine (timelinePipe) gives the Summary
+// The metrics added on their own goroutine (metricsPipe) give the Summary
 // and Stats of one goroutine adding everything, byte for byte: for a
-// recording and for replay results, over many batches (some handed over
-// early, full of long streams' gaps) and a partial last one, with rows
-// left out by ExcludeFirst and the Filter, and with the
-// exact budget small enough that distributions are sketched on the way.
+// recording and for replay results, over many batches and a partial last
+// one, with long streams' gaps, with rows left out by ExcludeFirst and the
+// Filter, and with the exact budget small enough that distributions are
+// sketched on the way.
 func TestPipedMatchesSerial(t *testing.T) {
 	var xs []*formats.Exchange
 	for seed := uint64(0); len(xs) < 3*pipeBatchRows+pipeBatchRows/2; seed++ {
@@ -27,7 +27,7 @@ func TestPipedMatchesSerial(t *testing.T) {
 		if i%13 == 0 {
 			x.Status, x.Error, x.Complete = 503, "", true
 		}
-		if i%97 == 0 && x.TTFTNs > 0 { // long streams: batches handed over by their values, not rows
+		if i%97 == 0 && x.TTFTNs > 0 { // long streams
 			x.EventGapsUs = make([]int32, 60_000)
 			for j := range x.EventGapsUs {
 				x.EventGapsUs[j] = int32(1 + j%50)
