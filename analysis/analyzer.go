@@ -127,6 +127,8 @@ type Analyzer struct {
 
 	tl timeline // what depends on the requests' order in time alone
 
+	batch columnBatch // addRequests' scratch
+
 	excluded   int64
 	filtered   int64
 	firstOrig  int64

@@ -82,10 +82,20 @@ func addRows[T formats.Record](ctx context.Context, a *Analyzer, paths []string,
 	// given to row, a function value, one a row would escape to the heap.
 	o := new(observation)
 	if !piped {
-		return addAll(ctx, paths, opt, func(rec *T) {
+		batch := make([]request, 0, pipeBatchRows) // the metrics a batch at a time, as the pipe adds them
+		n, err := addAll(ctx, paths, opt, func(rec *T) {
 			row(o, rec)
-			a.add(o)
+			if a.admit(o) {
+				a.identify(o)
+				if batch = append(batch, o.request); len(batch) == cap(batch) {
+					a.addRequests(batch)
+					batch = batch[:0]
+				}
+				a.addTimed(o)
+			}
 		})
+		a.addRequests(batch)
+		return n, err
 	}
 	p := startMetricsPipe(a)
 	defer p.close()

@@ -60,9 +60,7 @@ func (p *metricsPipe) close() {
 func (p *metricsPipe) run() {
 	defer close(p.done)
 	for b := range p.full {
-		for i := range b {
-			p.a.addMetrics(&b[i])
-		}
+		p.a.addRequests(b)
 		p.free <- b[:0]
 	}
 }
