@@ -288,6 +288,14 @@ type piece struct {
 // each): a stream of more is scanned that many pieces at a time.
 const maxPending = 256
 
+// BodyBytes is the request and response body bytes the exchange holds so
+// far (what Recorder.SubmitLater charges against the queue's byte bound).
+func (r *Recording) BodyBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int64(len(r.x.ReqBody) + len(r.x.RespBody))
+}
+
 // ScanPending scans the event-stream pieces ResponseBody deferred, if any.
 func (r *Recording) ScanPending() {
 	r.mu.Lock()

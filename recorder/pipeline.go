@@ -68,11 +68,10 @@ type pipeline struct {
 	m             *Metrics
 	sessionFields []string // Config.SessionFields
 
-	mu      sync.RWMutex // guards closed, closing, adding to later and sending on queue
-	closed  bool
-	closing bool           // Close has begun: SubmitLater refuses
-	later   sync.WaitGroup // SubmitLater goroutines not yet submitted
-	queue   chan batch
+	mu     sync.RWMutex // guards closed and sending on queue
+	closed bool
+	queue  chan batch
+	full   chan struct{} // a signal (buffer 1) that GatherExchanges are queued; see gather
 	// stop is closed by Close before it takes mu, so a SubmitWait blocked
 	// on a full queue (holding mu's read lock) gives up instead of holding
 	// Close past its ctx.
@@ -115,6 +114,7 @@ func newPipeline(sink Sink, red Redactor, opts PipelineOptions, sessionFields []
 		// Every batch holds at least one exchange and queued never passes
 		// opts.Queue, so a send on queue never finds it full.
 		queue:   make(chan batch, opts.Queue),
+		full:    make(chan struct{}, 1),
 		written: make(chan batch, opts.Workers*4),
 		// Recording work (redaction, Parquet encoding, a row group's
 		// compression) runs while requests are being forwarded in the same
@@ -157,51 +157,65 @@ func (p *pipeline) SubmitBatch(xs []*formats.Exchange) int {
 		p.m.Dropped.WithLabelValues(DropClosed).Add(float64(len(xs)))
 		return 0
 	}
-	b := make(batch, 0, len(xs))
-	for _, x := range xs {
-		size := int64(len(x.ReqBody) + len(x.RespBody))
-		if p.qbytes.Add(size) > p.opts.QueueBytes && size > 0 {
-			p.qbytes.Add(-size)
+	its := make([]item, len(xs))
+	for i, x := range xs {
+		its[i] = item{x: x, size: int64(len(x.ReqBody) + len(x.RespBody))}
+	}
+	return p.enqueue(its)
+}
+
+// enqueue admits its in order as one batch (each within the queue's bounds,
+// the others dropped and counted) and reports how many it queued. The
+// caller holds mu's read lock and has checked that the queue is open.
+func (p *pipeline) enqueue(its []item) int {
+	b := its[:0]
+	for _, it := range its {
+		if p.qbytes.Add(it.size) > p.opts.QueueBytes && it.size > 0 {
+			p.qbytes.Add(-it.size)
 			p.m.Dropped.WithLabelValues(DropQueueBytes).Inc()
 			continue
 		}
 		if p.queued.Add(1) > int64(p.opts.Queue) {
 			p.queued.Add(-1)
-			p.qbytes.Add(-size)
+			p.qbytes.Add(-it.size)
 			p.m.Dropped.WithLabelValues(DropQueueFull).Inc()
 			continue
 		}
-		b = append(b, item{x, size})
+		b = append(b, it)
 	}
 	if len(b) == 0 {
 		return 0
 	}
 	p.queue <- b // never blocks: see newPipeline
-	p.m.QueueDepth.Set(float64(p.queued.Load()))
+	q := p.queued.Load()
+	if q >= GatherExchanges && q-int64(len(b)) < GatherExchanges {
+		p.signalFull()
+	}
+	p.m.QueueDepth.Set(float64(q))
 	return len(b)
 }
 
-// SubmitLater runs build on a goroutine of its own and submits what it
-// returns (nil: nothing), as Submit does. The proxy hands an exchange over
-// this way as its handler returns: a chunked response (an event stream)
-// ends only when the server writes its last chunk after the handler, and
-// assembling the exchange and waking a recording worker would otherwise
-// come first. Close waits for these goroutines before it closes the queue.
-func (p *pipeline) SubmitLater(build func() *formats.Exchange) {
+// SubmitLater queues build, without blocking, for a recording worker to
+// run; what it returns (nil: nothing) is recorded as a submitted exchange
+// is. size is the body bytes the exchange will hold, charged against
+// QueueBytes while it waits. The proxy hands an exchange over this way as
+// its handler returns: a chunked response (an event stream) ends only
+// when the server writes its last chunk after the handler, so assembling
+// the exchange (the SSE scan at Recording.Finish) must not run first. On
+// the worker it runs beside the exchange's redaction, and a worker
+// gathering exchanges (PipelineOptions.Gather) is not woken for each one,
+// where a goroutine per exchange cost a goroutine start and exit and a
+// wake-up of the worker each time. It reports false when the exchange
+// was dropped (queue full, byte bound, pipeline closed); the drop is
+// counted.
+func (p *pipeline) SubmitLater(size int64, build func() *formats.Exchange) bool {
 	p.mu.RLock()
-	if p.closing {
-		p.mu.RUnlock()
+	defer p.mu.RUnlock()
+	if p.closed {
 		p.m.Dropped.WithLabelValues(DropClosed).Inc()
-		return
+		return false
 	}
-	p.later.Add(1)
-	p.mu.RUnlock()
-	go func() {
-		defer p.later.Done()
-		if x := build(); x != nil {
-			p.Submit(x)
-		}
-	}()
+	return p.enqueue([]item{{size: size, build: build}}) == 1
 }
 
 // SubmitWait queues x for recording, waiting for room instead of dropping:
@@ -241,8 +255,12 @@ func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 	// channel (opts.Queue batches) is what they wait on then.
 	p.queued.Add(1)
 	select {
-	case p.queue <- batch{{x, size}}:
-		p.m.QueueDepth.Set(float64(p.queued.Load()))
+	case p.queue <- batch{{x: x, size: size}}:
+		q := p.queued.Load()
+		if q >= GatherExchanges {
+			p.signalFull()
+		}
+		p.m.QueueDepth.Set(float64(q))
 		return nil
 	case <-ctx.Done():
 		p.queued.Add(-1)
@@ -252,6 +270,14 @@ func (p *pipeline) submitWait(ctx context.Context, x *formats.Exchange) error {
 		p.queued.Add(-1)
 		p.qbytes.Add(-size)
 		return ErrPipelineClosed
+	}
+}
+
+// signalFull ends a worker's gather wait: GatherExchanges are queued.
+func (p *pipeline) signalFull() {
+	select {
+	case p.full <- struct{}{}:
+	default: // a signal is already pending
 	}
 }
 
@@ -268,24 +294,68 @@ func (p *pipeline) work() {
 		}
 		p.m.QueueDepth.Set(float64(p.queued.Add(-int64(len(b)))))
 		p.cpu <- struct{}{}
+		b = p.build(b)
 		for _, it := range b {
 			p.prepare(it.x)
 		}
 		<-p.cpu
-		p.written <- b
+		if len(b) > 0 {
+			p.written <- b
+		}
 	}
 }
 
-// gather adds the batches queued within opts.Gather of b's arrival to b,
-// until it holds GatherExchanges exchanges or the queue is closed. wait is
-// the worker's timer (nil at first), returned for the next call.
-func (p *pipeline) gather(b batch, wait *time.Timer) (batch, *time.Timer) {
-	if wait == nil {
-		wait = time.NewTimer(p.opts.Gather)
-	} else {
-		wait.Reset(p.opts.Gather)
+// build runs the builds of b's items handed over by SubmitLater and
+// returns b without those that built nothing, each item's size now what
+// its exchange holds.
+func (p *pipeline) build(b batch) batch {
+	kept := b[:0]
+	for _, it := range b {
+		if it.build != nil {
+			x := it.build()
+			it.build = nil
+			size := int64(0)
+			if x != nil {
+				size = int64(len(x.ReqBody) + len(x.RespBody))
+			}
+			p.qbytes.Add(size - it.size) // the charge now is what x holds
+			it.x, it.size = x, size
+			if x == nil {
+				continue
+			}
+		}
+		kept = append(kept, it)
 	}
-	defer wait.Stop()
+	clear(b[len(kept):]) // drop references to what was not kept
+	return kept
+}
+
+// gather adds what is queued within opts.Gather of b's arrival to b, up to
+// GatherExchanges exchanges. It sleeps through the wait rather than
+// receiving each batch as it is queued: a receive would wake the worker
+// once per exchange, the cost the wait is there to share. Submitters
+// end the wait early when the queue reaches GatherExchanges (p.full), and
+// Close ends it (p.stop). wait is the worker's timer (nil at first),
+// returned for the next call.
+func (p *pipeline) gather(b batch, wait *time.Timer) (batch, *time.Timer) {
+	select {
+	case <-p.full: // a signal left from before this wait
+	default:
+	}
+	if p.queued.Load() < GatherExchanges {
+		if wait == nil {
+			wait = time.NewTimer(p.opts.Gather)
+		} else {
+			wait.Reset(p.opts.Gather)
+		}
+		select {
+		case <-wait.C:
+		case <-p.full:
+			wait.Stop()
+		case <-p.stop:
+			wait.Stop()
+		}
+	}
 	for len(b) < GatherExchanges {
 		select {
 		case more, ok := <-p.queue:
@@ -293,7 +363,7 @@ func (p *pipeline) gather(b batch, wait *time.Timer) (batch, *time.Timer) {
 				return b, wait
 			}
 			b = append(b, more...)
-		case <-wait.C:
+		default:
 			return b, wait
 		}
 	}
@@ -390,6 +460,8 @@ func capRedacted(x *formats.Exchange, limit int64) {
 type item struct {
 	x    *formats.Exchange
 	size int64
+	// build makes x on a worker (SubmitLater); nil once x is made.
+	build func() *formats.Exchange
 }
 
 // batch is what one channel send carries through the pipeline.
@@ -412,15 +484,6 @@ func (p *pipeline) warn(err error) {
 // the sink's spool; the writer goroutine finishes in the background.
 func (p *pipeline) Close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
-	p.mu.Lock()
-	p.closing = true
-	p.mu.Unlock()
-	later := make(chan struct{})
-	go func() { p.later.Wait(); close(later) }()
-	select {
-	case <-later:
-	case <-ctx.Done(): // what they submit from now on is dropped, counted
-	}
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true

@@ -51,7 +51,7 @@ func TestPipelineLeavesAPForForwarding(t *testing.T) {
 			for i := range n {
 				x := &formats.Exchange{Seq: int64(i)}
 				if i%2 == 1 { // half as the proxy hands them over
-					p.SubmitLater(func() *formats.Exchange { return x })
+					p.SubmitLater(0, func() *formats.Exchange { return x })
 				} else if !p.Submit(x) {
 					t.Fatalf("exchange %d dropped", i)
 				}
@@ -106,7 +106,7 @@ func BenchmarkPipelinePaced(b *testing.B) {
 				case "Submit":
 					p.Submit(x)
 				default:
-					p.SubmitLater(func() *formats.Exchange { return x })
+					p.SubmitLater(0, func() *formats.Exchange { return x })
 				}
 			}
 			if err := p.Close(context.Background()); err != nil {

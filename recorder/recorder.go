@@ -248,13 +248,17 @@ func (r *Recorder) RecordBatch(xs []*formats.Exchange) {
 // recorder closed); the drop is counted. The recorder owns x afterwards.
 func (r *Recorder) Submit(x *formats.Exchange) bool { return r.pipe.Submit(x) }
 
-// SubmitLater runs build on a goroutine of its own and submits what it
-// returns (nil: nothing), as Submit does. The proxy hands an exchange over
-// this way as its handler returns: a chunked response (an event stream)
-// ends only when the server writes its last chunk after the handler, and
-// assembling the exchange and waking a recording worker would otherwise
-// come first. Close waits for these goroutines before it closes the queue.
-func (r *Recorder) SubmitLater(build func() *formats.Exchange) { r.pipe.SubmitLater(build) }
+// SubmitLater queues build, without blocking, for a recording worker to
+// run, and records what it returns (nil: nothing) as Submit does; size is
+// the body bytes the exchange will hold, charged against the queue's byte
+// bound while it waits. The proxy hands an exchange over this way as its
+// handler returns: a chunked response (an event stream) ends only when
+// the server writes its last chunk after the handler, and assembling the
+// exchange would otherwise come first. It reports false when the exchange
+// was dropped (counted); after Close it is refused and build never runs.
+func (r *Recorder) SubmitLater(size int64, build func() *formats.Exchange) bool {
+	return r.pipe.SubmitLater(size, build)
+}
 
 // Close stops accepting exchanges, writes what is queued and closes the
 // sink. If ctx ends first, Close returns its error and leaves the rest to

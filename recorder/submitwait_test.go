@@ -102,12 +102,12 @@ func TestSubmitLaterBeforeCloseIsKept(t *testing.T) {
 	release := make(chan struct{})
 	const n = 50
 	for i := range n {
-		p.SubmitLater(func() *formats.Exchange {
+		p.SubmitLater(0, func() *formats.Exchange {
 			<-release // still building when Close begins
 			return &formats.Exchange{Seq: int64(i), Method: "GET", Path: "/"}
 		})
 	}
-	p.SubmitLater(func() *formats.Exchange { return nil }) // nothing to record
+	p.SubmitLater(0, func() *formats.Exchange { return nil }) // nothing to record
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	closed := make(chan error, 1)
@@ -121,7 +121,7 @@ func TestSubmitLaterBeforeCloseIsKept(t *testing.T) {
 		t.Fatalf("sink got %d exchanges, want %d", sink.n, n)
 	}
 	built := false
-	p.SubmitLater(func() *formats.Exchange { built = true; return &formats.Exchange{} })
+	p.SubmitLater(0, func() *formats.Exchange { built = true; return &formats.Exchange{} })
 	if built {
 		t.Fatal("SubmitLater after Close ran its build")
 	}

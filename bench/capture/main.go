@@ -75,7 +75,7 @@ func main() {
 	if *previous != "" {
 		for i, bin := range strings.Split(*previous, ",") {
 			name := filepath.Base(bin)
-			recorders = slices.Insert(recorders, 2+i, recorder{name: "--iface " + name, stop: syscall.SIGTERM, rows: datasetRows,
+			recorders = slices.Insert(recorders, 2+i, recorder{name: "--iface " + name, stop: syscall.SIGTERM, rows: datasetRows, ready: captureReady,
 				command: func(b *bench, out string) *exec.Cmd {
 					return exec.Command(bin, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
 				}})
@@ -139,13 +139,16 @@ type recorder struct {
 	command func(b *bench, out string) *exec.Cmd
 	stop    os.Signal
 	rows    func(out string) (rows, incomplete int, err error) // exchanges it wrote (and how many are flagged incomplete), if it writes a dataset
+	// ready is what a capture writes to stderr once its socket is open:
+	// traffic starts only then, so no exchange is sent before it records.
+	ready string
 }
 
 var recorders = []recorder{
-	{name: "tcpdump -w", stop: os.Interrupt, command: func(b *bench, out string) *exec.Cmd {
+	{name: "tcpdump -w", stop: os.Interrupt, ready: "listening on", command: func(b *bench, out string) *exec.Cmd {
 		return exec.Command("tcpdump", "-i", "lo", "-s", "0", "-w", filepath.Join(out, "cap.pcap"), "tcp", "port", port(b.addr))
 	}},
-	{name: "reel record --iface", stop: syscall.SIGTERM, rows: datasetRows, command: func(b *bench, out string) *exec.Cmd {
+	{name: "reel record --iface", stop: syscall.SIGTERM, rows: datasetRows, ready: captureReady, command: func(b *bench, out string) *exec.Cmd {
 		return exec.Command(b.reel, "record", "--iface", "lo", "--port", port(b.addr), "--out", out, "--metrics-listen", "")
 	}},
 	{name: "bare ReverseProxy", inPath: true, stop: syscall.SIGTERM, command: func(b *bench, out string) *exec.Cmd {
@@ -322,8 +325,8 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	}
 	defer os.RemoveAll(out)
 	cmd := r.command(b, out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &readyBuffer{want: r.ready, seen: make(chan struct{})}
+	cmd.Stderr = stderr
 	// gctrace: one line on stderr per collection, to count them (the
 	// sidecar's collector is paced by its memory limit: docs/performance.md,
 	// "Proxy sidecar"); tcpdump ignores it.
@@ -339,8 +342,10 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 			_ = cmd.Wait()
 			return sample{}, fmt.Errorf("%w: %s", err, stderr.String())
 		}
-	} else {
-		time.Sleep(time.Second) // a capture has no port to wait for: give it time to attach
+	} else if err := stderr.wait(10 * time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return sample{}, fmt.Errorf("%w: %s", err, stderr.String())
 	}
 	var s sample
 	if busy {
@@ -383,6 +388,54 @@ func (b *bench) phase(ctx context.Context, r recorder, busy bool) (sample, error
 	}
 	return s, nil
 }
+
+// captureReady is reel record --iface's line once its socket is open.
+// Builds before session 9 printed it before opening the socket: one that
+// starts slowly can then miss the first exchanges, and the row check
+// says so.
+const captureReady = "reel record: capturing"
+
+// readyBuffer is a recorder's stderr: it keeps every byte and closes seen
+// once want has been written (at once when want is empty).
+type readyBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	done bool
+}
+
+func (b *readyBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if !b.done && bytes.Contains(b.buf.Bytes(), []byte(b.want)) {
+		b.done = true
+		close(b.seen)
+	}
+	return len(p), nil
+}
+
+// wait returns once want has been written, or an error after limit.
+func (b *readyBuffer) wait(limit time.Duration) error {
+	if b.want == "" {
+		return nil
+	}
+	select {
+	case <-b.seen:
+		return nil
+	case <-time.After(limit):
+		return fmt.Errorf("no %q on stderr after %v", b.want, limit)
+	}
+}
+
+func (b *readyBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *readyBuffer) String() string { return string(b.Bytes()) }
 
 // splitGCTrace separates a Go recorder's stderr into its own log and the
 // number of GODEBUG=gctrace=1 lines ("gc N @…") in it.

@@ -109,8 +109,13 @@ func recordLive(ctx context.Context, env *recordEnv, f *recordFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stderr, "reel record: capturing %s port %s, recording to %s\n", f.capture.iface, strings.Join(f.capture.ports, ","), f.out)
-	err = capture.Live(ctx, e, capture.LiveOptions{Interface: f.capture.iface, SnapLen: int(snap), Promiscuous: f.capture.promisc})
+	// The line goes out once the socket is open and filtered, so a script
+	// (or an operator) that waits for it knows traffic from then on is
+	// recorded.
+	started := func() {
+		fmt.Fprintf(env.stderr, "reel record: capturing %s port %s, recording to %s\n", f.capture.iface, strings.Join(f.capture.ports, ","), f.out)
+	}
+	err = capture.Live(ctx, e, capture.LiveOptions{Interface: f.capture.iface, SnapLen: int(snap), Promiscuous: f.capture.promisc, Started: started})
 	printCaptureStats(env.stderr, e.Stats().Snapshot())
 	if errors.Is(err, capture.ErrNoCapNetRaw) {
 		return &usageError{msg: err.Error(), hint: "sudo setcap cap_net_raw+ep $(command -v reel)   or   reel record --pcap FILE --port 8000 --out DIR"}

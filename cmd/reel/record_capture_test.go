@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -123,5 +124,67 @@ func TestOfflineImportOpensNoListener(t *testing.T) {
 				t.Errorf("metrics listener opened: %v, want %v\n%s", got, tc.listener, stderr.String())
 			}
 		})
+	}
+}
+
+// TestRecordLiveReadyLine: --iface prints "capturing" once its socket is
+// open, so a request sent the moment the line appears is recorded (a
+// script waits for the line, as bench/capture does). Needs CAP_NET_RAW.
+func TestRecordLiveReadyLine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"text":"ok"}]}`)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+
+	out := t.TempDir()
+	stderr := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- runRecord(ctx, []string{"--iface", "lo", "--port", port, "--out", out, "--metrics-listen", "", "--raw"}, io.Discard, stderr)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains(stderr.Bytes(), []byte("reel record: capturing lo")) {
+		select {
+		case err := <-done:
+			var usage *usageError
+			if errors.As(err, &usage) && strings.Contains(err.Error(), "CAP_NET_RAW") {
+				t.Skip("live capture needs CAP_NET_RAW")
+			}
+			t.Fatalf("record stopped before capturing: %v\n%s", err, stderr.Bytes())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no capturing line after 10s:\n%s", stderr.Bytes())
+		}
+	}
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/completions", "application/json", strings.NewReader(`{"model":"m1","prompt":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	time.Sleep(300 * time.Millisecond) // the ring hands a block over within its retire time
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("record: %v\n%s", err, stderr.Bytes())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("record did not stop within 10s of cancel")
+	}
+	rows := formatstest.Read[formats.Exchange](t, out)
+	if len(rows) != 1 || rows[0].Model != "m1" || rows[0].Status != 200 {
+		t.Fatalf("want the one request sent after the capturing line, got %d rows: %+v\n%s", len(rows), rows, stderr.Bytes())
 	}
 }

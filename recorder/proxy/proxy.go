@@ -261,7 +261,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			complete := ex.complete.Load()
 			// Off the response's path: an event stream's last chunk is
 			// written after this handler returns (Recorder.SubmitLater).
-			p.rec.SubmitLater(func() *formats.Exchange { return ex.rec.Finish(end, complete) })
+			p.rec.SubmitLater(ex.rec.BodyBytes(), func() *formats.Exchange { return ex.rec.Finish(end, complete) })
 		}
 		if v != nil {
 			panic(v)
@@ -389,8 +389,8 @@ func (t *requestTee) Read(p []byte) (int, error) {
 
 // responseTee records the response body, with arrival times, as the
 // ReverseProxy reads it to forward it. The Recording defers the event-stream
-// scan of what it copies to Finish, which runs after the handler
-// (Recorder.SubmitLater), off the forwarding path.
+// scan of what it copies to Finish, which a recording worker runs after the
+// handler (Recorder.SubmitLater), off the forwarding path.
 type responseTee struct {
 	io.ReadCloser
 	ex  *exchange
