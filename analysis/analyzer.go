@@ -127,6 +127,8 @@ type Analyzer struct {
 
 	tl timeline // what depends on the requests' order in time alone
 
+	batch columnBatch // addRequests' scratch
+
 	excluded   int64
 	filtered   int64
 	firstOrig  int64
@@ -148,7 +150,7 @@ type counts struct {
 	cache                cacheAcc
 }
 
-func (c *counts) add(o *observation, ok, meets bool) {
+func (c *counts) add(o *request, ok, meets bool) {
 	c.n++
 	c.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
@@ -262,7 +264,7 @@ func (s *groupSet) leave(g *groupAcc, lat *[numCols]int64) {
 
 // add adds a request to its group g, after the run's distributions (run)
 // took its values (lat), growing their sketches by grown cells.
-func (s *groupSet) add(g *groupAcc, b *exactBudget, o *observation, ok bool, lat *[numCols]sample, run *[numCols]dist, grown *[numCols]int) {
+func (s *groupSet) add(g *groupAcc, b *exactBudget, o *request, ok bool, lat *[numCols]sample, run *[numCols]dist, grown *[numCols]int) {
 	g.n++
 	g.cache.add(o.cachedTokens, o.promptTokens)
 	if ok {
@@ -375,10 +377,24 @@ func (a *Analyzer) exchangeRow(o *observation, x *formats.Exchange) {
 // unless ExcludeFirst or the Filter leaves it out.
 func (a *Analyzer) add(o *observation) {
 	if a.admit(o) {
-		a.addMetrics(o)
-		t := o.timed()
-		a.tl.add(&t, o.itlUs, o.prefix)
+		a.identify(o)
+		a.addMetrics(&o.request)
+		a.addTimed(o)
 	}
+}
+
+// identify sets an admitted o's request's breakdown ids and outcome.
+func (a *Analyzer) identify(o *observation) {
+	o.ok = isOK(o.class)
+	o.routeID = a.routes.pair(o.method, o.path)
+	o.modelID = a.models.id(o.model)
+	o.classID = a.classes.id(o.class)
+}
+
+// addTimed adds an admitted o to the timeline.
+func (a *Analyzer) addTimed(o *observation) {
+	t := o.timed()
+	a.tl.add(&t, o.itlUs, o.prefix)
 }
 
 // admit reports whether o counts, counting it as excluded or filtered when
@@ -410,21 +426,23 @@ func (a *Analyzer) admit(o *observation) bool {
 	return true
 }
 
-// addMetrics adds an admitted o to all but the timeline: the counts, the
-// distributions of the run, its frame and its groups, and the arrivals.
-func (a *Analyzer) addMetrics(o *observation) {
+// addMetrics adds an admitted request to all but the timeline: the
+// counts, the distributions of the run, its frame and its groups, and the
+// arrivals. It reads nothing identify and addTimed write, so that it can
+// run on a goroutine of its own (metricsPipe).
+func (a *Analyzer) addMetrics(o *request) {
 	b := &a.budget
-	ok := isOK(o.class)
-	meets := ok && a.meets(o)
+	ok := o.ok
+	meets := ok && a.meets(&o.lat)
 	a.tot.add(o, ok, meets)
 	if !a.schedApart && o.lat[colE2ESched] != o.lat[colE2E] {
 		a.splitSched()
 	}
 	fr := a.frames[a.frameOf(o.orig)]
 	fr.c.add(o, ok, meets)
-	route := a.byRoute.at(a.routes.pair(o.method, o.path))
-	model := a.byModel.at(a.models.id(o.model))
-	class := a.byClass.at(a.classes.id(o.class))
+	route := a.byRoute.at(o.routeID)
+	model := a.byModel.at(o.modelID)
+	class := a.byClass.at(o.classID)
 	bucket := a.byBucket.at(int32(a.bucketOf(o.promptTokens)))
 	a.byRoute.leave(route, &o.lat)
 	a.byModel.leave(model, &o.lat)
@@ -506,14 +524,15 @@ func (a *Analyzer) bucketOf(p int32) int {
 	return sort.Search(len(bounds), func(j int) bool { return p < bounds[j] })
 }
 
-// meets reports whether an OK observation meets every SLO bound it has.
-func (a *Analyzer) meets(o *observation) bool {
+// meets reports whether an OK request's latencies meet every SLO bound it
+// has.
+func (a *Analyzer) meets(lat *[numCols]int64) bool {
 	for m, bound := range a.opt.SLO.Bounds {
 		c, ok := colOf[m]
 		if !ok {
 			continue
 		}
-		if v := o.lat[c]; v != missing && v > int64(bound) {
+		if v := lat[c]; v != missing && v > int64(bound) {
 			return false
 		}
 	}

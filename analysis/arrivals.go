@@ -63,6 +63,47 @@ func (s *arrivals) add(b *exactBudget, ts int64) {
 	}
 }
 
+// holds reports whether adding starts ts (a run's, in turn) would count
+// against a budget nothing but exact gaps, one a start at most, and gaps
+// in bins their sketch has, so that it can be added in any order beside
+// other distributions (addRequests): the starts come in order, their
+// gaps are exact values already or every gap they release falls in a bin
+// the sketch holds.
+func (s *arrivals) holds(ts []int64) bool {
+	if s.heap || !s.released || s.gaps.n == 0 {
+		return false
+	}
+	pending := s.pending[s.head:]
+	if len(pending) > 0 && len(ts) > 0 && ts[0] < pending[len(pending)-1] {
+		return false
+	}
+	for i := 1; i < len(ts); i++ {
+		if ts[i] < ts[i-1] {
+			return false
+		}
+	}
+	sk := s.gaps.sk
+	if sk == nil {
+		return true
+	}
+	// The starts released are the first of the pending ones and ts, as
+	// many as leave reorderWindow pending.
+	last := s.last
+	for i := range len(pending) + len(ts) - reorderWindow {
+		var x int64
+		if i < len(pending) {
+			x = pending[i]
+		} else {
+			x = ts[i-len(pending)]
+		}
+		if gap := x - last; gap > 0 && uint(sketchBin(uint64(gap))-sk.pos.offset) >= uint(len(sk.pos.counts)) {
+			return false
+		}
+		last = max(last, x)
+	}
+	return true
+}
+
 func (s *arrivals) release(b *exactBudget, gaps *dist, ts int64) {
 	if s.released {
 		gap := ts - s.last

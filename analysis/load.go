@@ -51,8 +51,9 @@ func DatasetKind(paths []string) (string, error) {
 // It stops early when ctx is cancelled. A recording is read without the
 // columns the analysis never uses (bodies, headers) unless opt.Columns
 // says otherwise, in one pass for the metrics and Options.Sessions. With
-// more than one P (GOMAXPROCS) the timeline is added on a goroutine of its
-// own beside the rest (timelinePipe); the Summary is the same either way.
+// more than one P (GOMAXPROCS) the metrics are added on a goroutine of
+// their own beside the rest (metricsPipe); the Summary is the same either
+// way.
 func (a *Analyzer) AddDataset(ctx context.Context, paths []string, opt formats.ReaderOptions) (int64, error) {
 	return a.addDataset(ctx, paths, opt, runtime.GOMAXPROCS(0) > 1)
 }
@@ -75,24 +76,35 @@ func (a *Analyzer) addDataset(ctx context.Context, paths []string, opt formats.R
 }
 
 // addRows adds every row of paths to a, each mapped into an observation by
-// row; piped, the timeline's part of each runs on a second goroutine.
+// row; piped, the metrics' part of each runs on a second goroutine.
 func addRows[T formats.Record](ctx context.Context, a *Analyzer, paths []string, opt formats.ReaderOptions, piped bool, row func(*observation, *T)) (int64, error) {
 	// One observation for every row, row setting each of its fields:
 	// given to row, a function value, one a row would escape to the heap.
 	o := new(observation)
 	if !piped {
-		return addAll(ctx, paths, opt, func(rec *T) {
+		batch := make([]request, 0, pipeBatchRows) // the metrics a batch at a time, as the pipe adds them
+		n, err := addAll(ctx, paths, opt, func(rec *T) {
 			row(o, rec)
-			a.add(o)
+			if a.admit(o) {
+				a.identify(o)
+				if batch = append(batch, o.request); len(batch) == cap(batch) {
+					a.addRequests(batch)
+					batch = batch[:0]
+				}
+				a.addTimed(o)
+			}
 		})
+		a.addRequests(batch)
+		return n, err
 	}
-	p := startTimelinePipe(&a.tl)
+	p := startMetricsPipe(a)
 	defer p.close()
 	return addAll(ctx, paths, opt, func(rec *T) {
 		row(o, rec)
 		if a.admit(o) {
-			a.addMetrics(o)
-			p.add(o)
+			a.identify(o)
+			p.add(&o.request)
+			a.addTimed(o)
 		}
 	})
 }

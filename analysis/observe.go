@@ -44,22 +44,34 @@ var allMissing = func() (lat [numCols]int64) {
 // fields one by one: returned by value, or assigned a composite literal,
 // it is built aside and copied, which cost more than filling it.
 type observation struct {
-	orig     int64 // original start (recording ts, replay orig_ts), ns since epoch: names frames
+	request // what the metrics read; the rest is admit's, the Filter's and the timeline's
+
 	sched    int64 // t_sched, ns since epoch (recording: = send)
 	send     int64 // t_send, ns since epoch
 	runStart int64 // offset from the run's start, for ExcludeFirst; missing when unknown
 	frame    int64 // frame start named by the row (replay), 0 when absent
 
-	class string // status class, see classify
-	lat   [numCols]int64
-	itlUs []int32 // gaps between token events, µs (borrowed from the row)
+	class               string  // status class, see classify
+	itlUs               []int32 // gaps between token events, µs (borrowed from the row)
+	method, path, model string
+	prefix              []int64 // prefix block hashes (borrowed), recordings only
+}
+
+// request is what the metrics (Analyzer.addMetrics) read of an admitted
+// observation: its breakdowns as the ids the Analyzer's dicts give them
+// (Analyzer.identify), so that it holds no pointer and travels through
+// metricsPipe as plain bytes.
+type request struct {
+	orig      int64 // original start (recording ts, replay orig_ts), ns since epoch: names frames
+	lat       [numCols]int64
+	bodyBytes int64
 
 	outTokens, promptTokens int32
 	cachedTokens            int32 // prompt tokens served from the prefix cache; -1 when not reported
 	batch, queue            int32 // -1 when absent
-	bodyBytes               int64
-	method, path, model     string
-	prefix                  []int64 // prefix block hashes (borrowed), recordings only
+
+	routeID, modelID, classID int32 // set by identify
+	ok                        bool  // a 2xx or 3xx (set by identify)
 }
 
 // Status classes. OK requests are 2xx and 3xx.

@@ -9,7 +9,7 @@ import (
 // the run's span, concurrency, inter-token gaps, output tokens per second
 // and prefix sharing. It shares no state with the rest of the Analyzer
 // (the exact budget, frames and groups), so that AddDataset can add the
-// same rows to it on a goroutine of its own (timelinePipe).
+// same rows to the rest on a goroutine of its own (metricsPipe).
 type timeline struct {
 	minStart   int64 // earliest t_sched
 	maxEnd     int64 // latest request end
@@ -37,8 +37,8 @@ func newTimeline(maxPrefixBlocks int) timeline {
 	}
 }
 
-// timed is what a timeline reads of an admitted observation, but for its
-// slices. Without pointers it travels through timelinePipe as plain bytes.
+// timed is what a timeline reads of an admitted, identified observation,
+// but for its slices.
 type timed struct {
 	sched, send     int64 // ns since the epoch
 	e2e, ttfb, ttft int64 // ns, missing when unknown (and for failed requests)
@@ -50,7 +50,7 @@ func (o *observation) timed() timed {
 	return timed{
 		sched: o.sched, send: o.send,
 		e2e: o.lat[colE2E], ttfb: o.lat[colTTFB], ttft: o.lat[colTTFT],
-		outTokens: o.outTokens, ok: isOK(o.class),
+		outTokens: o.outTokens, ok: o.ok,
 	}
 }
 
