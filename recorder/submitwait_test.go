@@ -148,7 +148,9 @@ func TestSubmitLaterByteBound(t *testing.T) {
 	sink := &gateSink{release: make(chan struct{})}
 	p := newPipeline(sink, nil, PipelineOptions{QueueBytes: 100, Workers: 1, Gather: -1}, nil)
 	body := func(n int) func() *formats.Exchange {
-		return func() *formats.Exchange { return &formats.Exchange{Method: "POST", Path: "/", ReqBody: make([]byte, n)} }
+		return func() *formats.Exchange {
+			return &formats.Exchange{Method: "POST", Path: "/", ReqBody: make([]byte, n)}
+		}
 	}
 	if !p.SubmitLater(60, body(60)) { // built, then held by the stuck sink
 		t.Fatal("first exchange dropped")
