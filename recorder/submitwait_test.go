@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +128,57 @@ func TestSubmitLaterBeforeCloseIsKept(t *testing.T) {
 	}
 	if got := counter(p.m.Dropped.WithLabelValues(DropClosed)); got != 1 {
 		t.Fatalf("dropped{closed} = %v after one SubmitLater past Close, want 1", got)
+	}
+}
+
+// gateSink counts the exchanges written, each Write waiting for release.
+type gateSink struct {
+	release chan struct{}
+	n       atomic.Int64
+}
+
+func (s *gateSink) Write(*formats.Exchange) error { <-s.release; s.n.Add(1); return nil }
+func (s *gateSink) Close(context.Context) error   { return nil }
+
+// A SubmitLater build runs on a worker later, so the bytes it will hold
+// are charged against QueueBytes when it is handed over: one that would
+// pass the bound is dropped (counted) without running, and a build that
+// makes nothing gives its charge back.
+func TestSubmitLaterByteBound(t *testing.T) {
+	sink := &gateSink{release: make(chan struct{})}
+	p := newPipeline(sink, nil, PipelineOptions{QueueBytes: 100, Workers: 1, Gather: -1}, nil)
+	body := func(n int) func() *formats.Exchange {
+		return func() *formats.Exchange {
+			return &formats.Exchange{Method: "POST", Path: "/", ReqBody: make([]byte, n)}
+		}
+	}
+	if !p.SubmitLater(60, body(60)) { // built, then held by the stuck sink
+		t.Fatal("first exchange dropped")
+	}
+	ran := false
+	if p.SubmitLater(60, func() *formats.Exchange { ran = true; return nil }) {
+		t.Fatal("exchange past the byte bound queued")
+	}
+	if got := counter(p.m.Dropped.WithLabelValues(DropQueueBytes)); got != 1 || ran {
+		t.Fatalf("dropped{queue_bytes} = %v, build ran %v; want 1, false", got, ran)
+	}
+	built := make(chan struct{})
+	if !p.SubmitLater(30, func() *formats.Exchange { close(built); return nil }) {
+		t.Fatal("exchange within the byte bound dropped")
+	}
+	<-built
+	deadline := time.Now().Add(10 * time.Second)
+	for p.qbytes.Load() != 60 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := p.qbytes.Load(); got != 60 {
+		t.Fatalf("bytes charged after a build made nothing: %d, want 60 (the held exchange's)", got)
+	}
+	close(sink.release)
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.n.Load(); got != 1 {
+		t.Fatalf("sink got %d exchanges, want 1", got)
 	}
 }
