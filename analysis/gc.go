@@ -8,8 +8,9 @@ package analysis
 // for a few per cent more CPU (docs/performance.md, #22).
 const GCPercent = 50
 
-// Procs caps the GOMAXPROCS an analysis process runs with (reel stats and
-// reel report cap it unless $GOMAXPROCS is set). With a second P the
+// Procs caps the GOMAXPROCS an analysis process runs with (reel stats caps
+// it unless $GOMAXPROCS is set; reel report runs on one P, for its peak
+// memory). With a second P the
 // analysis keeps it busy (AddDataset adds the metrics beside the reading
 // and the timeline, the reader decodes ahead, stats groups sessions
 // beside both): on two cores that takes about two thirds of one P's wall

@@ -157,6 +157,9 @@ type analysisCommand struct {
 	jsonHelp string // --json's help text
 	// flags registers the subcommand's own flags, if any.
 	flags func(fs *pflag.FlagSet)
+	// procs caps GOMAXPROCS unless $GOMAXPROCS is set (default
+	// analysis.Procs).
+	procs int
 	// beside, if set, is a pass of the subcommand's own over the datasets
 	// that runs beside the analysis, on a core of its own where there is
 	// one (stats' sessions).
@@ -194,7 +197,11 @@ func (c analysisCommand) run(ctx context.Context, args []string, stdout, stderr 
 		return nil, &usageError{msg: c.noPaths, hint: c.hint}
 	}
 	defaultGCPercent(analysis.GCPercent)
-	defaultMaxProcs(analysis.Procs)
+	procs := analysis.Procs
+	if c.procs > 0 {
+		procs = c.procs
+	}
+	defaultMaxProcs(procs)
 	opt, ro, err := af.options(stderr)
 	if err != nil {
 		return nil, &usageError{msg: err.Error(), hint: c.hint}

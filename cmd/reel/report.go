@@ -34,6 +34,10 @@ flags:
 var reportCommand = analysisCommand{
 	name: "report", usage: reportUsage, hint: "reel report ./results --slo e2e=5s",
 	noPaths: "no results given", jsonHelp: "print the report as JSON (keys documented in the README)",
+	// One P: on two, a 10M-row report's max RSS measured 1.17–1.21× a
+	// 100k one's against 1.10× on one (docs/performance.md, #22 session
+	// 9), and nothing asks the report for its wall time.
+	procs: 1,
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
