@@ -10,9 +10,10 @@ const GCPercent = 50
 
 // Procs caps the GOMAXPROCS an analysis process runs with (reel stats and
 // reel report cap it unless $GOMAXPROCS is set). With a second P the
-// analysis keeps it busy (AddDataset adds the timeline beside the other
-// metrics, the reader decodes ahead, stats groups sessions beside both):
-// on two cores that takes about a fifth less wall time for about a fifth
-// more CPU and a little more peak memory (docs/performance.md, #22
-// session 8). The default is the cheaper one; GOMAXPROCS=2 buys the time.
-const Procs = 1
+// analysis keeps it busy (AddDataset adds the metrics beside the reading
+// and the timeline, the reader decodes ahead, stats groups sessions
+// beside both): on two cores that takes about two thirds of one P's wall
+// time for about 6 % more CPU and a few MB more peak memory
+// (docs/performance.md, #22 session 9). GOMAXPROCS=1 is the cheaper in
+// CPU.
+const Procs = 2
