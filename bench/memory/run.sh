@@ -164,11 +164,17 @@ for m, key in (("e2e", "e2e"), ("ttft", "ttft")):
 print(f"rows: reel {reel['requests']}, duckdb {duck['rows']}; values within the bound: {ok}")
 med = statistics.median
 rwall, rcpu = med(float(r[3]) for r in runs), med(float(r[4]) for r in runs)
-print(f"reel stats (every §7 statistic): {rwall:.1f} s wall, {rcpu:.1f} s CPU; CPU runs: {', '.join(r[4] for r in runs)}")
+print(f"reel stats (every §7 statistic): {rwall:.1f} s wall, {rcpu:.1f} s CPU; wall runs: {', '.join(r[3] for r in runs)}; CPU runs: {', '.join(r[4] for r in runs)}")
 for t in ("0", "1"):
     ds = [d for d in ducks if d[0] == t]
     dwall, dcpu = med(float(d[1]) for d in ds), med(float(d[2]) for d in ds)
-    print(f"duckdb, {ds[0][3]} thread(s) (4 quantiles of 2 columns): {dwall:.1f} s wall, {dcpu:.1f} s CPU; CPU runs: {', '.join(d[2] for d in ds)}; "
+    print(f"duckdb, {ds[0][3]} thread(s) (4 quantiles of 2 columns): {dwall:.1f} s wall, {dcpu:.1f} s CPU; wall runs: {', '.join(d[1] for d in ds)}; CPU runs: {', '.join(d[2] for d in ds)}; "
           f"reel ÷ duckdb: {rwall / dwall:.2f}× wall, {rcpu / dcpu:.2f}× CPU")
+    # Each round's reel run against the DuckDB run right after it: the
+    # box's speed drifts over minutes, so the paired ratios' median is the
+    # steadier comparison.
+    pw = [float(r[3]) / float(d[1]) for r, d in zip(runs, ds)]
+    pc = [float(r[4]) / float(d[2]) for r, d in zip(runs, ds)]
+    print(f"  paired by round, {ds[0][3]} thread(s): median {med(pw):.2f}× wall ({', '.join(f'{x:.2f}' for x in pw)}), {med(pc):.2f}× CPU ({', '.join(f'{x:.2f}' for x in pc)})")
 EOF
 fi
