@@ -222,6 +222,15 @@ type groupAcc struct {
 	cache cacheAcc
 }
 
+// count counts a request of the group, ok or not, with its cache use.
+func (g *groupAcc) count(o *request, ok bool) {
+	g.n++
+	g.cache.add(o.cachedTokens, o.promptTokens)
+	if ok {
+		g.ok++
+	}
+}
+
 // dist returns the group's distribution of groupCols[k].
 func (g *groupAcc) dist(k int) *dist {
 	if g.whole[k] != nil {
@@ -265,11 +274,7 @@ func (s *groupSet) leave(g *groupAcc, lat *[numCols]int64) {
 // add adds a request to its group g, after the run's distributions (run)
 // took its values (lat), growing their sketches by grown cells.
 func (s *groupSet) add(g *groupAcc, b *exactBudget, o *request, ok bool, lat *[numCols]sample, run *[numCols]dist, grown *[numCols]int) {
-	g.n++
-	g.cache.add(o.cachedTokens, o.promptTokens)
-	if ok {
-		g.ok++
-	}
+	g.count(o, ok)
 	// Column by column, not a loop over groupCols: each column's branches
 	// are then predicted on their own.
 	s.addCol(g, groupE2E, b, &lat[colE2E], &run[colE2E], grown[colE2E])

@@ -258,12 +258,7 @@ func (sc *columnBatch) add(a *Analyzer, rs []request) {
 		a.tot.add(o, o.ok, meets)
 		fr.c.add(o, o.ok, meets)
 		for s, gs := range sets {
-			g := gs.groups[sc.ids[s][i]]
-			g.n++
-			g.cache.add(o.cachedTokens, o.promptTokens)
-			if o.ok {
-				g.ok++
-			}
+			gs.groups[sc.ids[s][i]].count(o, o.ok)
 		}
 		a.starts.add(b, o.orig)
 	}
